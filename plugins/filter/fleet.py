@@ -1,0 +1,32 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, gpuops.gpu contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""GPU fleet filters: thin wrapper over module_utils.fleet_table.
+
+Documentation is in the sidecar file gpu_fleet_table.yml.
+"""
+
+from __future__ import (absolute_import, division, print_function)
+__metaclass__ = type
+
+from ansible.errors import AnsibleFilterError
+
+from ansible_collections.gpuops.gpu.plugins.module_utils import fleet_table
+
+
+def gpu_fleet_table(nodes, summary=None):
+    """The gpu_nodes_info nodes (or whole result) as a fixed-width text table."""
+    try:
+        return fleet_table.render(nodes, summary=summary)
+    except ValueError as exc:
+        raise AnsibleFilterError('gpu_fleet_table: %s' % exc)
+
+
+class FilterModule(object):
+    """gpuops.gpu fleet filters."""
+
+    def filters(self):
+        return {
+            'gpu_fleet_table': gpu_fleet_table,
+        }

@@ -1,0 +1,37 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, gpuops.gpu contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import (absolute_import, division, print_function)
+__metaclass__ = type
+
+from ansible.errors import AnsibleFilterError
+
+from ansible_collections.gpuops.gpu.plugins.module_utils.gpu_node import LABEL_PRODUCT, base_product
+from ansible_collections.gpuops.gpu.plugins.module_utils.mig_catalog import MigCatalogError
+from ansible_collections.gpuops.gpu.plugins.module_utils.mig_geometry import MigGeometryError, mig_parted_document
+
+
+def gpu_base_product(value):
+    """GFD product (string, or a node's labels dict) without the -MIG-<profile> / -SHARED suffixes."""
+    if isinstance(value, dict):
+        value = value.get(LABEL_PRODUCT)
+    if value is not None and not isinstance(value, str):
+        raise AnsibleFilterError('gpu_base_product expects a product string or a labels dict, got %s'
+                                 % type(value).__name__)
+    return base_product(value)
+
+
+def mig_parted_document_filter(custom_configs, products=None, include_builtin=True, overrides=None):
+    try:
+        return mig_parted_document(custom_configs, [p for p in products or [] if p], include_builtin, overrides)
+    except (MigGeometryError, MigCatalogError, ValueError) as exc:
+        raise AnsibleFilterError(str(exc))
+
+
+class FilterModule(object):
+    def filters(self):
+        return {
+            'gpu_base_product': gpu_base_product,
+            'mig_parted_document': mig_parted_document_filter,
+        }

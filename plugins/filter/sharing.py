@@ -1,0 +1,50 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, gpuops.gpu contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Filters for GPU sharing: validate a device-plugin config, predict capacity, merge tolerations.
+
+Thin wrappers: the logic lives in module_utils.sharing_config and module_utils.tolerations.
+Documentation is in the sidecar files sharing_config_errors.yml, sharing_capacity.yml and
+merge_tolerations.yml.
+"""
+
+from __future__ import (absolute_import, division, print_function)
+__metaclass__ = type
+
+from ansible.errors import AnsibleFilterError
+
+from ansible_collections.gpuops.gpu.plugins.module_utils import sharing_config, tolerations
+
+
+def sharing_config_errors(config, mig_strategy=None, compute_capability=None):
+    """List of problems in a device-plugin sharing config ([] when valid)."""
+    return sharing_config.sharing_config_errors(config, mig_strategy=mig_strategy,
+                                                compute_capability=compute_capability)
+
+
+def sharing_capacity(config, gpus=None, strategy=None, mig_resources=None):
+    """Allocatable GPU resources a node advertises under the config."""
+    try:
+        return sharing_config.sharing_capacity(config, gpus=gpus, strategy=strategy, mig_resources=mig_resources)
+    except ValueError as exc:
+        raise AnsibleFilterError('sharing_capacity: %s' % exc)
+
+
+def merge_tolerations(existing, extra=None, keep_gpu=True):
+    """Merged, deduplicated tolerations that always keep nvidia.com/gpu (unless keep_gpu=false)."""
+    try:
+        return tolerations.merge_tolerations(existing, extra, keep_gpu=keep_gpu)
+    except ValueError as exc:
+        raise AnsibleFilterError('merge_tolerations: %s' % exc)
+
+
+class FilterModule(object):
+    """gpuops.gpu sharing filters."""
+
+    def filters(self):
+        return {
+            'sharing_config_errors': sharing_config_errors,
+            'sharing_capacity': sharing_capacity,
+            'merge_tolerations': merge_tolerations,
+        }

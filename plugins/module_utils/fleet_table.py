@@ -1,0 +1,153 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, gpuops.gpu contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Fixed-width text table of a GPU fleet (the ``nodes``/``summary`` of gpu_nodes_info). Pure.
+
+Used by the ``gpuops.gpu.gpu_fleet_table`` filter, ``playbooks/report.yml`` and ``make demo``.
+"""
+
+from __future__ import (absolute_import, division, print_function)
+__metaclass__ = type
+
+RESOURCE_PREFIX = 'nvidia.com/'
+NONE = '-'
+UNKNOWN = 'n/a'   # pods were not read (include_pods=false)
+
+SEPARATOR = '  '
+
+
+def _text(value):
+    if value is None or value == '':
+        return NONE
+    return str(value)
+
+
+def _resource_order(name):
+    short = short_resource(name)
+    return (0 if short == 'gpu' else 1 if short.startswith('gpu') else 2, short)
+
+
+def short_resource(name):
+    """``nvidia.com/mig-1g.5gb`` → ``mig-1g.5gb``."""
+    return name[len(RESOURCE_PREFIX):] if name.startswith(RESOURCE_PREFIX) else name
+
+
+def compact_resources(resources):
+    """``{'nvidia.com/gpu': 8, 'nvidia.com/mig-1g.5gb': 14}`` → ``gpu:8 mig-1g.5gb:14``.
+
+    Full GPUs first, then other ``gpu*`` resources, then MIG resources by name. ``-`` when empty.
+    """
+    if not resources:
+        return NONE
+    return ' '.join('%s:%s' % (short_resource(name), resources[name])
+                    for name in sorted(resources, key=_resource_order))
+
+
+def resources_cell(resources):
+    return UNKNOWN if resources is None else compact_resources(resources)
+
+
+def pods_cell(pods):
+    return UNKNOWN if pods is None else str(len(pods))
+
+
+def mig_cell(node):
+    """``strategy/config/state`` (``-`` for a missing part).
+
+    ``-`` when the node shows no MIG at all: GFD labels ``nvidia.com/mig.strategy`` on every GPU
+    node, so a GPU that is not MIG-capable with no MIG config or state gets ``-`` too.
+    """
+    parts = [node.get('mig_strategy'), node.get('mig_config'), node.get('mig_state')]
+    if not any(parts) or (node.get('mig_capable') is False and not any(parts[1:])):
+        return NONE
+    return '/'.join(_text(p) for p in parts)
+
+
+def sharing_cell(node):
+    """``time-slicing/4``, ``mps/10``; ``-`` when unshared."""
+    strategy = node.get('sharing_strategy')
+    if not strategy or strategy == 'none':
+        return NONE
+    return '%s/%s' % (strategy, _text(node.get('replicas')))
+
+
+# (header, cell function of a node dict, right aligned)
+COLUMNS = (
+    ('NODE', lambda n: _text(n.get('name')), False),
+    ('PRODUCT', lambda n: _text(n.get('product')), False),
+    ('GPUS', lambda n: _text(n.get('count')), True),
+    ('MIG', mig_cell, False),
+    ('SHARING', sharing_cell, False),
+    ('ALLOCATABLE', lambda n: resources_cell(n.get('allocatable')), False),
+    ('REQUESTED', lambda n: resources_cell(n.get('requested')), False),
+    ('PODS', lambda n: pods_cell(n.get('gpu_pods')), True),
+    ('READY', lambda n: 'no' if n.get('ready') is False else 'yes', False),
+    ('CORDONED', lambda n: 'yes' if n.get('unschedulable') else 'no', False),
+)
+
+
+def _counts(mapping):
+    return ', '.join('%s x%s' % (k, mapping[k]) for k in sorted(mapping)) or NONE
+
+
+def summary_lines(summary):
+    """Footer lines for a fleet_summary() dict."""
+    nodes = summary.get('nodes', 0)
+    gpu_nodes = summary.get('gpu_nodes', nodes)
+    head = '%d node%s' % (nodes, '' if nodes == 1 else 's')
+    if gpu_nodes != nodes:
+        head += ' (%d with GPUs)' % gpu_nodes
+    lines = [
+        '%s; products: %s' % (head, _counts(summary.get('products') or {})),
+        'allocatable: %s; requested: %s; free: %s' % (
+            compact_resources(summary.get('allocatable')), resources_cell(summary.get('requested')),
+            resources_cell(summary.get('free'))),
+        'GPU pods: %s; cordoned: %d; not ready: %d; MIG states: %s; sharing: %s' % (
+            UNKNOWN if summary.get('gpu_pods') is None else summary.get('gpu_pods'),
+            summary.get('unschedulable', 0), summary.get('not_ready', 0),
+            _counts(summary.get('mig_states') or {}), _counts(summary.get('sharing') or {})),
+    ]
+    return lines
+
+
+def normalise_input(data, summary=None):
+    """Accept the node list, or the whole gpu_nodes_info result (its ``summary`` is used unless
+    one is given). Returns ``(nodes, summary)``; raises ValueError on anything else."""
+    if isinstance(data, dict):
+        if 'nodes' not in data:
+            raise ValueError('expected the node list or a gpu_nodes_info result (a dict with "nodes")')
+        if summary is None:
+            summary = data.get('summary')
+        data = data['nodes']
+    if not isinstance(data, (list, tuple)):
+        raise ValueError('expected a list of nodes, got %s' % type(data).__name__)
+    for item in data:
+        if not isinstance(item, dict):
+            raise ValueError('every node must be a dict as gpu_nodes_info returns it, got %s'
+                             % type(item).__name__)
+    if summary is not None and not isinstance(summary, dict):
+        raise ValueError('summary must be a dict, got %s' % type(summary).__name__)
+    return list(data), summary
+
+
+def render(nodes, summary=None):
+    """The table as one string (lines separated by ``\\n``, no trailing spaces)."""
+    nodes, summary = normalise_input(nodes, summary)
+    headers = [c[0] for c in COLUMNS]
+    rows = [[c[1](node) for c in COLUMNS] for node in nodes]
+    widths = [max([len(h)] + [len(r[i]) for r in rows]) for i, h in enumerate(headers)]
+
+    def line(cells):
+        out = []
+        for i, cell in enumerate(cells):
+            out.append(cell.rjust(widths[i]) if COLUMNS[i][2] else cell.ljust(widths[i]))
+        return SEPARATOR.join(out).rstrip()
+
+    lines = [line(headers)]
+    lines.extend(line(r) for r in rows)
+    if not rows:
+        lines.append('(no GPU nodes)')
+    if summary:
+        lines.append('')
+        lines.extend(summary_lines(summary))
+    return '\n'.join(lines)

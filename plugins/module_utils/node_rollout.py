@@ -1,0 +1,503 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, gpuops.gpu contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The node rollout engine: cordon → evict GPU pods (PDB-aware) → label → wait → verify →
+uncordon, batch by batch, resumable through annotations on the nodes.
+
+One engine for every label-driven GPU change; a *kind* object (mig_target.MigKind, ...) answers the
+questions that differ (validate, needs_label, label_patch, progress, expected_allocatable).
+
+Safety rules (ARCHITECTURE.md §8):
+- no node is relabelled while a GPU pod still runs on it; eviction goes through the Eviction API
+  and honours PodDisruptionBudgets (HTTP 429 → retry with backoff until drain_timeout); pods are
+  deleted past a PDB only with ``force``;
+- a failed or stuck node stops the rollout: it stays cordoned, annotated with the reason, and the
+  error names it; nodes not reached yet are not touched;
+- a run killed at any point is finished by the next run: the annotations say what was started
+  and whether this engine cordoned the node, so only nodes it cordoned are uncordoned.
+"""
+
+from __future__ import (absolute_import, division, print_function)
+__metaclass__ = type
+
+import datetime
+import json
+import time
+
+from ansible_collections.gpuops.gpu.plugins.module_utils import gpu_node as gn
+from ansible_collections.gpuops.gpu.plugins.module_utils.rollout_plan import plan_batches
+
+try:
+    from kubernetes.client.rest import ApiException
+except ImportError:  # pragma: no cover - the module reports the missing library
+    ApiException = Exception
+
+ANN = 'gpuops.gpu/'
+ANN_TARGET = ANN + 'rollout-target'      # "<label>=<value>" being applied
+ANN_PHASE = ANN + 'rollout-phase'        # cordoned | labelled | failed
+ANN_REASON = ANN + 'rollout-reason'      # why it failed
+ANN_CORDONED = ANN + 'cordoned-by-rollout'  # "true" only when this engine cordoned the node
+ANN_UPDATED = ANN + 'rollout-updated'
+MARKERS = (ANN_TARGET, ANN_PHASE, ANN_REASON, ANN_CORDONED, ANN_UPDATED)
+EVENT_SOURCE = 'gpuops.gpu'
+CLEAR_PAUSE = 2.0  # seconds between removing a label and setting it again (a retry)
+
+
+class RolloutFailed(Exception):
+    def __init__(self, msg, result):
+        super(RolloutFailed, self).__init__(msg)
+        self.result = result
+
+
+def _now():
+    return datetime.datetime.now(datetime.timezone.utc).replace(microsecond=0).isoformat()
+
+
+def _annotations(node):
+    return (node.get('metadata') or {}).get('annotations') or {}
+
+
+def _target_marker(kind, value):
+    return '%s=%s' % (kind.label, value)
+
+
+class NodeRollout(object):
+    """Applies {node name: value} with ``kind`` through the API connection ``conn``.
+
+    ``opts`` keys: max_unavailable, drain, force, pod_selector, drain_timeout, state_timeout,
+    reboot_timeout, verify_timeout, verify, retry_stuck, poll_interval, check_mode.
+    """
+
+    def __init__(self, conn, kind, opts, log=None):
+        self.conn = conn
+        self.kind = kind
+        self.opts = opts
+        self.log = log or (lambda msg: None)
+        self.warnings = []
+        self.requests = 0
+
+    # ============================================================== API helpers (dicts, not models)
+    def _call(self, fn, *args, **kwargs):
+        self.requests += 1
+        kwargs['_preload_content'] = False
+        resp = fn(*args, **kwargs)
+        data = resp.data if hasattr(resp, 'data') else resp.read()
+        return json.loads(data) if data else {}
+
+    def list_nodes(self):
+        return self._call(self.conn.core.list_node).get('items', [])
+
+    def get_node(self, name):
+        return self._call(self.conn.core.read_node, name)
+
+    def node_pods(self, name):
+        return self._call(self.conn.core.list_pod_for_all_namespaces,
+                          field_selector='spec.nodeName=%s' % name).get('items', [])
+
+    def all_pods(self):
+        return self._call(self.conn.core.list_pod_for_all_namespaces,
+                          field_selector='status.phase!=Succeeded,status.phase!=Failed').get('items', [])
+
+    def list_pdbs(self):
+        return self._call(self.conn.policy.list_pod_disruption_budget_for_all_namespaces).get('items', [])
+
+    def patch_node(self, name, body):
+        self.requests += 1
+        self.conn.core.patch_node(name, body)
+
+    def event(self, node, reason, message, warning=False):
+        """A Kubernetes Event on the node: progress visible with `kubectl get events`."""
+        meta = node.get('metadata') or {}
+        body = {
+            'metadata': {'generateName': '%s.gpuops-' % meta.get('name'), 'namespace': 'default'},
+            'involvedObject': {'kind': 'Node', 'name': meta.get('name'), 'uid': meta.get('uid'), 'apiVersion': 'v1'},
+            'reason': reason, 'message': message, 'type': 'Warning' if warning else 'Normal',
+            'source': {'component': EVENT_SOURCE}, 'reportingComponent': EVENT_SOURCE,
+            'firstTimestamp': _now(), 'lastTimestamp': _now(), 'count': 1,
+        }
+        try:
+            self.requests += 1
+            self.conn.core.create_namespaced_event('default', body)
+        except ApiException as exc:
+            msg = 'could not record event %s on node %s: %s' % (reason, meta.get('name'), exc.reason)
+            if msg not in self.warnings:
+                self.warnings.append(msg)
+
+    # ============================================================== planning
+    def selected_pods(self, pods):
+        """GPU pods to move off a node: active, not DaemonSet-owned, plus the optional selector."""
+        chosen = gn.gpu_pods(pods)
+        extra = self.opts.get('pod_selector') or {}
+        if extra:
+            others = [p for p in pods if gn.pod_is_active(p) and not gn.pod_is_daemonset(p)
+                      and all(((p.get('metadata') or {}).get('labels') or {}).get(k) == v for k, v in extra.items())]
+            names = set(id(p) for p in chosen)
+            chosen += [p for p in others if id(p) not in names]
+        return chosen
+
+    @staticmethod
+    def blocking_pdbs(pod, pdbs):
+        meta = pod.get('metadata') or {}
+        labels = meta.get('labels') or {}
+        out = []
+        for pdb in pdbs:
+            if pdb['metadata'].get('namespace') != meta.get('namespace'):
+                continue
+            sel = (pdb.get('spec') or {}).get('selector') or {}
+            if not sel:
+                continue
+            if not all(labels.get(k) == v for k, v in (sel.get('matchLabels') or {}).items()):
+                continue
+            if not all(_expr_match(labels, e) for e in sel.get('matchExpressions') or []):
+                continue
+            if (pdb.get('status') or {}).get('disruptionsAllowed', 0) < 1:
+                out.append('%s/%s' % (pdb['metadata']['namespace'], pdb['metadata']['name']))
+        return out
+
+    def needs_work(self, node, value):
+        ann = _annotations(node)
+        return (not self.kind.at_target(node, value) or ANN_CORDONED in ann or ANN_PHASE in ann)
+
+    def plan(self, assignments, nodes_by_name):
+        """Nodes to change (and unfinished ones to resume), in batches; nothing written."""
+        work = dict((n, v) for n, v in assignments.items() if self.needs_work(nodes_by_name[n], v))
+        # a node a killed run left behind (our markers) is finished even if no longer assigned
+        for name, node in nodes_by_name.items():
+            ann = _annotations(node)
+            if name in work or name in assignments or ANN_TARGET not in ann:
+                continue
+            label, _sep, value = ann[ANN_TARGET].partition('=')
+            if label == self.kind.label:
+                work[name] = value
+        pool = set(assignments) | set(work)
+        unavailable = [n for n in pool if (nodes_by_name[n].get('spec') or {}).get('unschedulable')]
+        batches = plan_batches(sorted(work), self.opts['max_unavailable'], unavailable=unavailable,
+                               pool_size=len(pool))
+        return work, batches
+
+    def describe_plan(self, work, batches, nodes_by_name):
+        pods = self.all_pods() if self.opts.get('drain', True) else []
+        pdbs = self.list_pdbs() if pods else []
+        by_node = {}
+        for pod in pods:
+            by_node.setdefault((pod.get('spec') or {}).get('nodeName'), []).append(pod)
+        plan = []
+        for index, batch in enumerate(batches):
+            entries = []
+            for name in batch:
+                node = nodes_by_name[name]
+                evict = self.selected_pods(by_node.get(name, []))
+                entries.append({
+                    'node': name,
+                    'from': gn.node_gpu_info(node).get('mig_config') if self.kind.name == 'mig'
+                    else (node['metadata'].get('labels') or {}).get(self.kind.label),
+                    'to': work[name],
+                    'resume': ANN_TARGET in _annotations(node),
+                    'pods_to_evict': ['%s/%s' % (p['metadata']['namespace'], p['metadata']['name']) for p in evict],
+                    'blocking_pdbs': sorted(set(b for p in evict for b in self.blocking_pdbs(p, pdbs))),
+                })
+            plan.append({'batch': index + 1, 'nodes': entries})
+        return plan
+
+    # ============================================================== one batch
+    def run_batch(self, batch, work, nodes_by_name):
+        """Drive every node of a batch to done or failed. Returns {node: result}."""
+        opts = self.opts
+        states = {}
+        for name in batch:
+            states[name] = {'node': name, 'to': work[name], 'phase': 'cordon', 'started': time.monotonic(),
+                            'evicted': [], 'cycled': False, 'changed': False, 'detail': ''}
+        deadline_for = {}
+        while any(s['phase'] not in ('done', 'failed') for s in states.values()):
+            for name, st in states.items():
+                if st['phase'] in ('done', 'failed'):
+                    continue
+                node = self.get_node(name)
+                try:
+                    self.step(node, st, deadline_for)
+                except ApiException as exc:
+                    if exc.status in (409,):  # conflict: re-read and retry next tick
+                        continue
+                    self.fail(node, st, 'API error %s %s: %s' % (exc.status, exc.reason, (exc.body or '')[:300]))
+            if any(s['phase'] not in ('done', 'failed') for s in states.values()):
+                time.sleep(opts['poll_interval'])
+        for st in states.values():
+            st['duration_s'] = round(time.monotonic() - st.pop('started'), 2)
+        return states
+
+    def step(self, node, st, deadlines):
+        """Advance one node as far as it can go now (never blocks)."""
+        name, value, kind = st['node'], st['to'], self.kind
+
+        def key(phase):
+            return (name, phase)
+        if st['phase'] == 'cordon':
+            self.cordon(node, value, st)
+            st['phase'] = 'drain' if self.opts.get('drain', True) else 'label'
+            deadlines[key('drain')] = time.monotonic() + self.opts['drain_timeout']
+            return
+        if st['phase'] == 'drain':
+            if self.drain(node, st, deadlines[key('drain')]):
+                st['phase'] = 'label'
+            return
+        if st['phase'] == 'label':
+            if time.monotonic() < st.get('cleared_until', 0):
+                return  # give the MIG manager's watch time to see the removal
+            if kind.needs_label(node, value):
+                if kind.labels(node).get(kind.label) == value:
+                    # same value after a failure: the MIG manager only acts on a change, so remove
+                    # the label first and set it again on the next tick (once the removal is seen)
+                    self.patch_node(name, {'metadata': {'labels': kind.clear_patch()}})
+                    st['cleared_until'] = time.monotonic() + CLEAR_PAUSE
+                    st['changed'] = True
+                    return
+                self.patch_node(name, {'metadata': {
+                    'labels': kind.label_patch(value),
+                    'annotations': {ANN_PHASE: 'labelled', ANN_UPDATED: _now()}}})
+                self.event(node, 'GpuopsLabel', 'set %s=%s' % (kind.label, value))
+                st['changed'] = True
+            st['phase'] = 'wait'
+            deadlines[key('wait')] = time.monotonic() + self.opts['state_timeout']
+            return
+        if st['phase'] == 'wait':
+            verdict, detail = kind.progress(node, value)
+            st['detail'] = detail
+            if verdict == 'failed':
+                self.fail(node, st, detail)
+            elif verdict == 'done':
+                st['phase'] = 'verify'
+                deadlines[key('verify')] = time.monotonic() + self.opts['verify_timeout']
+            elif verdict == 'rebooting' and not st.get('reboot_extended'):
+                st['reboot_extended'] = True
+                deadlines[key('wait')] = time.monotonic() + self.opts['reboot_timeout']
+            elif time.monotonic() > deadlines[key('wait')]:
+                if self.opts.get('retry_stuck') and not st['cycled']:
+                    st['cycled'] = True
+                    self.log('%s: stuck (%s), cycling %s once' % (name, detail, kind.label))
+                    self.event(node, 'GpuopsRetry', 'stuck (%s): cycling %s once' % (detail, kind.label), True)
+                    self.patch_node(name, {'metadata': {'labels': kind.clear_patch()}})
+                    st['cleared_until'] = time.monotonic() + CLEAR_PAUSE
+                    st['phase'] = 'label'
+                else:
+                    self.fail(node, st, 'stuck after %ss: %s' % (self.opts['state_timeout'], detail))
+            return
+        if st['phase'] == 'verify':
+            if not self.opts.get('verify', True):
+                st['phase'] = 'uncordon'
+                return
+            expected = kind.expected_allocatable(node, value)
+            actual = gn.gpu_resources((node.get('status') or {}).get('allocatable'))
+            if actual == expected:
+                st['allocatable'] = actual
+                st['phase'] = 'uncordon'
+            elif time.monotonic() > deadlines[key('verify')]:
+                self.fail(node, st, 'allocatable GPU resources are %s, expected %s' % (actual, expected))
+            return
+        if st['phase'] == 'uncordon':
+            self.finish(node, st)
+
+    # ============================================================== node operations
+    def cordon(self, node, value, st):
+        name = node['metadata']['name']
+        ann = _annotations(node)
+        unschedulable = bool((node.get('spec') or {}).get('unschedulable'))
+        patch = {'metadata': {'annotations': {ANN_TARGET: _target_marker(self.kind, value), ANN_PHASE: 'cordoned',
+                                              ANN_REASON: None, ANN_UPDATED: _now()}}}
+        gpus = getattr(self.kind, 'physical_gpus', lambda n: None)(node)
+        if gpus and not ann.get('gpuops.gpu/physical-gpus'):
+            patch['metadata']['annotations']['gpuops.gpu/physical-gpus'] = str(gpus)
+        if not unschedulable:
+            patch['spec'] = {'unschedulable': True}
+            patch['metadata']['annotations'][ANN_CORDONED] = 'true'
+            st['changed'] = True
+        elif ann.get(ANN_TARGET) != _target_marker(self.kind, value) or ann.get(ANN_PHASE) == 'failed':
+            st['changed'] = True
+        self.patch_node(name, patch)
+        self.event(node, 'GpuopsCordon', 'cordoned for %s=%s' % (self.kind.label, value)
+                   if not unschedulable else 'rollout of %s=%s started' % (self.kind.label, value))
+
+    def drain(self, node, st, deadline):
+        """Evict the node's GPU pods; True once none is left."""
+        name = node['metadata']['name']
+        pods = self.selected_pods(self.node_pods(name))
+        if not pods:
+            return True
+        st['changed'] = True
+        blocked = []
+        for pod in pods:
+            meta = pod['metadata']
+            ref = '%s/%s' % (meta['namespace'], meta['name'])
+            if meta.get('deletionTimestamp'):
+                continue
+            try:
+                self.requests += 1
+                self.conn.core.create_namespaced_pod_eviction(meta['name'], meta['namespace'], {
+                    'apiVersion': 'policy/v1', 'kind': 'Eviction',
+                    'metadata': {'name': meta['name'], 'namespace': meta['namespace']},
+                    'deleteOptions': {'gracePeriodSeconds': self.opts.get('grace_period')}
+                    if self.opts.get('grace_period') is not None else None})
+                if ref not in st['evicted']:
+                    st['evicted'].append(ref)
+                    self.event(node, 'GpuopsEvict', 'evicted GPU pod %s' % ref)
+            except ApiException as exc:
+                if exc.status == 404:
+                    continue
+                if exc.status == 429:
+                    blocked.append(ref)
+                    continue
+                raise
+        if blocked and time.monotonic() > deadline:
+            if self.opts.get('force'):
+                for ref in blocked:
+                    ns, pod_name = ref.split('/', 1)
+                    self.requests += 1
+                    try:
+                        self.conn.core.delete_namespaced_pod(pod_name, ns, grace_period_seconds=self.opts.get('grace_period'))
+                    except ApiException as exc:
+                        if exc.status != 404:
+                            raise
+                    self.warnings.append('force: deleted %s on %s past its PodDisruptionBudget' % (ref, name))
+            else:
+                self.fail(node, st, 'eviction of %s blocked by a PodDisruptionBudget for %ss (drain_timeout); '
+                                    'scale the workload, relax the PDB or use force'
+                          % (', '.join(blocked), self.opts['drain_timeout']))
+        elif time.monotonic() > deadline:
+            names = ', '.join('%s/%s' % (p['metadata']['namespace'], p['metadata']['name']) for p in pods)
+            self.fail(node, st, 'GPU pods still on the node after %ss: %s' % (self.opts['drain_timeout'], names))
+        return False
+
+    def fail(self, node, st, reason):
+        """Leave the node cordoned and say why, on the node itself."""
+        st['phase'] = 'failed'
+        st['reason'] = reason
+        self.patch_node(node['metadata']['name'], {'metadata': {'annotations': {
+            ANN_PHASE: 'failed', ANN_REASON: reason[:1000], ANN_UPDATED: _now()}}})
+        self.event(node, 'GpuopsFailed', reason, warning=True)
+
+    def finish(self, node, st):
+        ann = _annotations(node)
+        patch = {'metadata': {'annotations': dict((k, None) for k in MARKERS)}}
+        if ann.get(ANN_CORDONED) == 'true':
+            patch['spec'] = {'unschedulable': False}
+            st['changed'] = True
+        if any(k in ann for k in MARKERS):
+            st['changed'] = True
+        self.patch_node(node['metadata']['name'], patch)
+        if st['changed']:
+            self.event(node, 'GpuopsDone', '%s=%s applied%s' % (self.kind.label, st['to'],
+                                                                ', uncordoned' if 'spec' in patch else ''))
+        st['phase'] = 'done'
+
+    # ============================================================== the whole rollout
+    def run(self, assignments, nodes_by_name):
+        work, batches = self.plan(assignments, nodes_by_name)
+        result = {'changed': bool(work), 'batches': [list(b) for b in batches], 'nodes': [], 'plan': []}
+        if self.opts.get('check_mode'):
+            result['plan'] = self.describe_plan(work, batches, nodes_by_name)
+            return result
+        for index, batch in enumerate(batches):
+            self.log('batch %d/%d: %s' % (index + 1, len(batches), ', '.join(batch)))
+            states = self.run_batch(batch, work, nodes_by_name)
+            result['nodes'].extend(states[n] for n in batch)
+            failed = [s for s in states.values() if s['phase'] == 'failed']
+            if failed:
+                untouched = [n for b in batches[index + 1:] for n in b]
+                result['untouched'] = untouched
+                msg = '; '.join('node %s: %s' % (s['node'], s['reason']) for s in failed)
+                raise RolloutFailed('rollout stopped in batch %d/%d: %s. Failed nodes stay cordoned and annotated '
+                                    '(%s); %d node(s) not started were left untouched. Fix the cause and run again '
+                                    'to resume.' % (index + 1, len(batches), msg, ANN_REASON, len(untouched)), result)
+        result['changed'] = any(s['changed'] for s in result['nodes'])
+        return result
+
+
+def _expr_match(labels, expr):
+    op, key, values = expr.get('operator'), expr.get('key'), expr.get('values') or []
+    if op == 'In':
+        return labels.get(key) in values
+    if op == 'NotIn':
+        return labels.get(key) not in values
+    if op == 'Exists':
+        return key in labels
+    if op == 'DoesNotExist':
+        return key not in labels
+    return False
+
+
+# ====================================================================== assignments (pure)
+def _parse_selector(selector):
+    """A label selector string ('a=b,c!=d,e,!f,g in (x,y),h notin (z)') as a predicate."""
+    import re
+    terms = []
+    for part in re.findall(r'[^,(]+(?:\([^)]*\))?', selector or ''):
+        part = part.strip()
+        if not part:
+            continue
+        m = re.match(r'^([\w./-]+)\s+(in|notin)\s+\(([^)]*)\)$', part)
+        if m:
+            values = set(v.strip() for v in m.group(3).split(','))
+            terms.append((m.group(1), m.group(2), values))
+            continue
+        m = re.match(r'^([\w./-]+)\s*(==|=|!=)\s*([\w./-]*)$', part)
+        if m:
+            terms.append((m.group(1), '!=' if m.group(2) == '!=' else '=', m.group(3)))
+            continue
+        m = re.match(r'^(!?)([\w./-]+)$', part)
+        if m:
+            terms.append((m.group(2), '!' if m.group(1) else 'exists', None))
+            continue
+        raise ValueError("cannot parse label selector term '%s' in '%s'" % (part, selector))
+
+    def match(labels):
+        for key, op, value in terms:
+            have = labels.get(key)
+            if (op == '=' and have != value) or (op == '!=' and have == value) \
+                    or (op == 'in' and have not in value) or (op == 'notin' and have in value) \
+                    or (op == 'exists' and key not in labels) or (op == '!' and key in labels):
+                return False
+        return True
+    return match
+
+
+def resolve_assignments(assignments, nodes_by_name, value_key):
+    """[{nodes: [...] | label_selector: str | selector: {k: v}, <value_key>: value}] → ({node: value}, errors).
+
+    A node named by two assignments with different values, an unknown node name, and a selector
+    that matches no node are errors (nothing is written when there is any error).
+    """
+    out, errors = {}, []
+    for index, item in enumerate(assignments or []):
+        where = 'assignments[%d]' % index
+        value = item.get(value_key)
+        if value is None or value == '':
+            errors.append('%s: %s is required' % (where, value_key))
+            continue
+        names = list(item.get('nodes') or [])
+        selector = item.get('label_selector')
+        if item.get('selector'):
+            selector = ','.join('%s=%s' % (k, v) for k, v in sorted(item['selector'].items())) + \
+                (',' + selector if selector else '')
+        if not names and not selector:
+            errors.append('%s: give nodes or a label_selector/selector' % where)
+            continue
+        missing = [n for n in names if n not in nodes_by_name]
+        if missing:
+            errors.append('%s: node(s) not found: %s' % (where, ', '.join(missing)))
+        if selector:
+            try:
+                match = _parse_selector(selector)
+            except ValueError as exc:
+                errors.append('%s: %s' % (where, exc))
+                continue
+            selected = sorted(n for n, node in nodes_by_name.items()
+                              if match((node.get('metadata') or {}).get('labels') or {}))
+            if not selected:
+                errors.append("%s: label selector '%s' matches no node" % (where, selector))
+            names += selected
+        for name in names:
+            if name not in nodes_by_name:
+                continue
+            if out.get(name, value) != value:
+                errors.append("node %s is assigned both '%s' and '%s'" % (name, out[name], value))
+            out[name] = value
+    return out, errors

@@ -1,0 +1,107 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, gpuops.gpu contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Rollout batching: which nodes go down together. Pure, deterministic, no I/O."""
+
+from __future__ import (absolute_import, division, print_function)
+__metaclass__ = type
+
+import re
+
+ORDERS = ('name', 'given')
+_PERCENT_RE = re.compile(r'^\s*(\d+)\s*%\s*$')
+_COUNT_RE = re.compile(r'^\s*(\d+)\s*$')
+
+
+def _describe(value):
+    return '%r (%s)' % (value, type(value).__name__)
+
+
+def parse_max_unavailable(value, total):
+    """Nodes that may be unavailable at once, from an int or an 'N%' string.
+
+    Percentages are of ``total`` and round up; the result is at least 1 and at
+    most ``total`` (when ``total`` > 0). Raises ValueError with the reason.
+    """
+    if isinstance(total, bool) or not isinstance(total, int) or total < 0:
+        raise ValueError('total must be a non-negative integer, got %s' % _describe(total))
+    if isinstance(value, bool) or not isinstance(value, (int, str)):
+        raise ValueError("max_unavailable must be a positive integer or a percentage like '25%%', got %s"
+                         % _describe(value))
+    text = str(value)
+    percent, count = _PERCENT_RE.match(text), _COUNT_RE.match(text)
+    if isinstance(value, int):
+        number = value
+    elif percent:
+        share = int(percent.group(1))
+        if not 0 < share <= 100:
+            raise ValueError("max_unavailable percentage must be between 1%% and 100%%, got '%s'" % value)
+        number = max(1, -(-total * share // 100))
+    elif count:
+        number = int(count.group(1))
+    else:
+        raise ValueError("max_unavailable must be a positive integer or a percentage like '25%%', got %r" % value)
+    if number < 1:
+        raise ValueError('max_unavailable must allow at least one node, got %r' % value)
+    return min(number, total) if total else number
+
+
+def _natural_key(name):
+    """node-2 before node-10."""
+    return [int(part) if part.isdigit() else part for part in re.split(r'(\d+)', name)] + [name]
+
+
+def _check_names(values, what):
+    values = list(values)
+    bad = [v for v in values if not isinstance(v, str) or not v]
+    if bad:
+        raise ValueError('%s must be non-empty node names, got %r' % (what, bad))
+    seen, dupes = set(), []
+    for value in values:
+        if value in seen:
+            dupes.append(value)
+        seen.add(value)
+    if dupes:
+        raise ValueError('%s lists node(s) more than once: %s' % (what, ', '.join(sorted(set(dupes)))))
+    return values
+
+
+def _ordered(nodes, order):
+    if order == 'name':
+        return sorted(nodes, key=_natural_key)
+    if order == 'given':
+        return list(nodes)
+    raise ValueError("order must be one of %s, got %r" % (', '.join(ORDERS), order))
+
+
+def plan_batches(nodes, max_unavailable, order='name', unavailable=None, pool_size=None):
+    """Split ``nodes`` into batches that each respect ``max_unavailable``.
+
+    ``unavailable`` names nodes already down or cordoned. Those outside
+    ``nodes`` stay down for the whole rollout and use up budget in every batch;
+    those inside ``nodes`` go first (they are already down). Percentages are
+    of ``pool_size``, by default every node named in ``nodes`` or
+    ``unavailable``. ``order`` is 'name' (natural sort) or 'given'.
+    """
+    nodes = _check_names(nodes, 'nodes')
+    down = set(_check_names(unavailable or [], 'unavailable'))
+    if pool_size is None:
+        pool_size = len(set(nodes) | down)
+    limit = parse_max_unavailable(max_unavailable, pool_size)
+    outside = sorted(down - set(nodes), key=_natural_key)
+    budget = limit - len(outside)
+    ordered = _ordered(nodes, order)
+    if not ordered:
+        return []
+    if budget < 1:
+        raise ValueError('%d node(s) outside this rollout are already unavailable (%s) and max_unavailable '
+                         'allows %d: no node can be taken down now; bring them back or raise max_unavailable'
+                         % (len(outside), ', '.join(outside), limit))
+    first = [n for n in ordered if n in down]
+    rest = [n for n in ordered if n not in down]
+    fill = max(0, budget - len(first))
+    batches = [first + rest[:fill]] if first else []
+    rest = rest[fill:] if first else rest
+    batches.extend(rest[i:i + budget] for i in range(0, len(rest), budget))
+    return batches

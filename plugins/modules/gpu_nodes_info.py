@@ -1,0 +1,351 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, gpuops.gpu contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import (absolute_import, division, print_function)
+__metaclass__ = type
+
+DOCUMENTATION = r'''
+module: gpu_nodes_info
+short_description: Inventory of the NVIDIA GPU nodes of a Kubernetes or OpenShift cluster
+version_added: 0.1.0
+author:
+  - gpuops.gpu contributors (@gpuops)
+description:
+  - Reports, per GPU node, the GPU product, count and memory, the MIG capability, strategy,
+    configuration and reconfiguration state, the sharing strategy (time-slicing, MPS) and
+    replicas, the allocatable GPU resources against the ones requested by the pods bound to the
+    node, the GPU workload pods, whether the node is cordoned, and its taints; plus cluster totals.
+  - The values come from the node labels written by GPU Feature Discovery, Node Feature Discovery
+    and the MIG manager (C(nvidia.com/gpu.product), C(nvidia.com/gpu.count),
+    C(nvidia.com/mig.config.state), ...), from the node C(status.allocatable) and from the pod
+    specs.
+  - The cluster is read with list calls only, never one request per node. One node list
+    (filtered by the API server with O(label_selector)) and at most one pod list (bound,
+    non-terminal pods, field selector C(spec.nodeName!=,status.phase!=Succeeded,status.phase!=Failed),
+    narrowed to C(spec.nodeName=<node>) when a single node is selected). Lists are read in pages of
+    500 objects.
+  - Read-only. The module never changes the cluster and reports C(changed=false).
+options:
+  label_selector:
+    description:
+      - Only nodes matching this label selector, in Kubernetes syntax, for example
+        V(gpuops.dev/pool=training) or V(nvidia.com/mig.capable=true,node-role.kubernetes.io/worker).
+      - Applied by the API server.
+    type: str
+  names:
+    description:
+      - Only the nodes with these names.
+      - Names that match no node (after O(label_selector)) are returned in RV(not_found) with a
+        warning; named nodes without GPUs are returned in RV(not_gpu) when O(only_gpu_nodes=true).
+    type: list
+    elements: str
+  include_pods:
+    description:
+      - Read the pods bound to the selected nodes to report the requested GPU resources, the free
+        ones and the GPU workload pods.
+      - With V(false) no pod is read (one request instead of two on a large cluster); RV(nodes[].requested),
+        RV(nodes[].free), RV(nodes[].gpu_pods) and their totals in RV(summary) are then V(null).
+    type: bool
+    default: true
+  only_gpu_nodes:
+    description:
+      - Leave out nodes without NVIDIA GPUs.
+      - A node has GPUs when it has the label C(nvidia.com/gpu.present=true),
+        C(feature.node.kubernetes.io/pci-10de.present=true) or C(nvidia.com/gpu.product), or GPU
+        resources in its capacity.
+      - With V(false) every selected node is returned; RV(nodes[].gpu_node) tells them apart.
+    type: bool
+    default: true
+extends_documentation_fragment:
+  - kubernetes.core.k8s_auth_options
+  - gpuops.gpu.auth
+attributes:
+  check_mode:
+    support: full
+    details: The module is read-only and behaves the same in check mode.
+  diff_mode:
+    support: N/A
+    details: The module changes nothing, so there is nothing to diff.
+notes:
+  - Needs RBAC C(list) on C(nodes) and, unless O(include_pods=false), C(list) on C(pods) in all
+    namespaces.
+  - C(requested) counts every non-terminal pod bound to the node, DaemonSet pods included, the way
+    the scheduler does. An extended resource request defaults to its limit; init containers count
+    by their peak and restartable init containers (sidecars) add to the app containers.
+  - Under MIG strategy C(single), GPU Feature Discovery labels the MIG devices, so RV(nodes[].count)
+    and RV(nodes[].memory_mib) describe MIG devices, not physical GPUs.
+seealso:
+  - plugin: gpuops.gpu.gpu_fleet_table
+    plugin_type: filter
+  - module: kubernetes.core.k8s_info
+'''
+
+EXAMPLES = r'''
+- name: Read the GPU fleet
+  gpuops.gpu.gpu_nodes_info:
+  register: fleet
+
+- name: Show it as a table
+  ansible.builtin.debug:
+    msg: "{{ (fleet.nodes | gpuops.gpu.gpu_fleet_table(summary=fleet.summary)).splitlines() }}"
+
+- name: Only the training pool, with an explicit kubeconfig
+  gpuops.gpu.gpu_nodes_info:
+    kubeconfig: /home/ops/.kube/prod
+    label_selector: gpuops.dev/pool=training
+  register: training
+
+- name: Fail when a node is stuck in a MIG reconfiguration
+  ansible.builtin.assert:
+    that: training.summary.mig_states.failed | default(0) == 0
+    fail_msg: "MIG reconfiguration failed on {{ training.nodes | selectattr('mig_state', 'eq', 'failed') | map(attribute='name') | join(', ') }}"
+
+- name: Two nodes, without reading pods
+  gpuops.gpu.gpu_nodes_info:
+    names:
+      - gpu-worker-0
+      - gpu-worker-1
+    include_pods: false
+  register: two
+
+- name: Every node, with or without GPUs
+  gpuops.gpu.gpu_nodes_info:
+    only_gpu_nodes: false
+  register: all_nodes
+'''
+
+RETURN = r'''
+nodes:
+  description: One entry per selected node, sorted by name.
+  returned: success
+  type: list
+  elements: dict
+  contains:
+    name:
+      description: Node name.
+      type: str
+      sample: gpu-a100-0
+    gpu_node:
+      description: Whether the node has NVIDIA GPUs (always V(true) with O(only_gpu_nodes=true)).
+      type: bool
+      sample: true
+    product:
+      description:
+        - GPU model from C(nvidia.com/gpu.product), without the C(-MIG-<profile>) and C(-SHARED)
+          suffixes GFD appends. V(null) when unlabelled.
+      type: str
+      sample: NVIDIA-A100-SXM4-40GB
+    product_label:
+      description: The C(nvidia.com/gpu.product) label as is.
+      type: str
+      sample: NVIDIA-A100-SXM4-40GB-MIG-1g.5gb
+    count:
+      description: C(nvidia.com/gpu.count) (MIG devices under MIG strategy C(single)).
+      type: int
+      sample: 8
+    memory_mib:
+      description: C(nvidia.com/gpu.memory), in MiB.
+      type: int
+      sample: 40960
+    mig_capable:
+      description: C(nvidia.com/mig.capable) is V(true).
+      type: bool
+      sample: true
+    mig_strategy:
+      description: C(nvidia.com/mig.strategy) (V(none), V(single) or V(mixed)), V(null) when unlabelled.
+      type: str
+      sample: single
+    mig_config:
+      description: C(nvidia.com/mig.config), the mig-parted configuration asked for.
+      type: str
+      sample: all-1g.5gb
+    mig_state:
+      description: C(nvidia.com/mig.config.state) (V(pending), V(rebooting), V(success), V(failed)).
+      type: str
+      sample: success
+    mig_devices:
+      description:
+        - MIG devices by profile, from the C(nvidia.com/mig-<profile>.count) labels (strategy
+          C(mixed)) or from the product suffix and count (strategy C(single)). Empty without MIG.
+      type: dict
+      sample: {"1g.5gb": 14, "3g.20gb": 4}
+    sharing_strategy:
+      description: C(nvidia.com/gpu.sharing-strategy) (V(none), V(time-slicing), V(mps)).
+      type: str
+      sample: time-slicing
+    replicas:
+      description: C(nvidia.com/gpu.replicas), the devices each physical device is shared as.
+      type: int
+      sample: 4
+    device_plugin_config:
+      description: C(nvidia.com/device-plugin.config), the device-plugin configuration key the node uses.
+      type: str
+      sample: ts-4
+    deploy:
+      description: The C(nvidia.com/gpu.deploy.<operand>) labels, by operand.
+      type: dict
+      sample: {"device-plugin": "true", "mig-manager": "true"}
+    paused_for_mig_change:
+      description: Operands the MIG manager paused (C(paused-for-mig-change)) during a reconfiguration.
+      type: list
+      elements: str
+      sample: []
+    capacity:
+      description: GPU resources of C(status.capacity).
+      type: dict
+      sample: {"nvidia.com/gpu": 8}
+    allocatable:
+      description: GPU resources of C(status.allocatable) (C(nvidia.com/gpu), C(nvidia.com/gpu.shared), C(nvidia.com/mig-*)).
+      type: dict
+      sample: {"nvidia.com/mig-1g.5gb": 14, "nvidia.com/mig-3g.20gb": 4}
+    requested:
+      description:
+        - GPU resources requested by the non-terminal pods bound to the node.
+        - V(null) with O(include_pods=false).
+      type: dict
+      sample: {"nvidia.com/mig-1g.5gb": 3}
+    free:
+      description:
+        - RV(nodes[].allocatable) minus RV(nodes[].requested), per allocatable resource; negative
+          when pods hold more than the node advertises now.
+        - V(null) with O(include_pods=false).
+      type: dict
+      sample: {"nvidia.com/mig-1g.5gb": 11, "nvidia.com/mig-3g.20gb": 4}
+    gpu_pods:
+      description:
+        - C(namespace/name) of the non-terminal pods on the node that request GPU resources,
+          DaemonSet pods excluded (the workloads a drain would evict).
+        - V(null) with O(include_pods=false).
+      type: list
+      elements: str
+      sample: ["team-a/train-0", "team-b/notebook-1"]
+    unschedulable:
+      description: The node is cordoned (C(spec.unschedulable)).
+      type: bool
+      sample: false
+    ready:
+      description: The node's C(Ready) condition is C(True).
+      type: bool
+      sample: true
+    taints:
+      description: The node's taints, as the API returns them.
+      type: list
+      elements: dict
+      sample: [{"key": "nvidia.com/gpu", "effect": "NoSchedule"}]
+summary:
+  description: Totals over RV(nodes).
+  returned: success
+  type: dict
+  contains:
+    nodes:
+      description: Number of nodes returned.
+      type: int
+      sample: 6
+    gpu_nodes:
+      description: Number of them with GPUs.
+      type: int
+      sample: 6
+    products:
+      description: GPU nodes by product.
+      type: dict
+      sample: {"NVIDIA-A100-SXM4-40GB": 2, "Tesla-T4": 1}
+    capacity:
+      description: Sum of RV(nodes[].capacity).
+      type: dict
+      sample: {"nvidia.com/gpu": 20}
+    allocatable:
+      description: Sum of RV(nodes[].allocatable).
+      type: dict
+      sample: {"nvidia.com/gpu": 20, "nvidia.com/mig-1g.5gb": 14}
+    requested:
+      description: Sum of RV(nodes[].requested); V(null) with O(include_pods=false).
+      type: dict
+      sample: {"nvidia.com/gpu": 3}
+    free:
+      description: Sum of RV(nodes[].free); V(null) with O(include_pods=false).
+      type: dict
+      sample: {"nvidia.com/gpu": 17, "nvidia.com/mig-1g.5gb": 14}
+    gpu_pods:
+      description: Number of GPU workload pods; V(null) with O(include_pods=false).
+      type: int
+      sample: 2
+    mig_strategies:
+      description: Nodes by C(nvidia.com/mig.strategy).
+      type: dict
+      sample: {"single": 2, "mixed": 1}
+    mig_states:
+      description: Nodes by C(nvidia.com/mig.config.state).
+      type: dict
+      sample: {"success": 3}
+    sharing:
+      description: GPU nodes by sharing strategy.
+      type: dict
+      sample: {"none": 5, "time-slicing": 1}
+    unschedulable:
+      description: Number of cordoned nodes.
+      type: int
+      sample: 0
+    not_ready:
+      description: Number of nodes whose C(Ready) condition is not C(True).
+      type: int
+      sample: 0
+not_found:
+  description: Names from O(names) that matched no node (after O(label_selector)).
+  returned: success
+  type: list
+  elements: str
+  sample: []
+not_gpu:
+  description: Names from O(names) left out because the node has no GPUs (O(only_gpu_nodes=true)).
+  returned: success
+  type: list
+  elements: str
+  sample: []
+api_requests:
+  description:
+    - Number of API requests the inventory made (two for a cluster of up to 500 nodes and 500
+      bound pods, whatever the number of GPU nodes).
+  returned: success
+  type: int
+  sample: 2
+'''
+
+from ansible_collections.gpuops.gpu.plugins.module_utils import gpu_inventory
+from ansible_collections.gpuops.gpu.plugins.module_utils.k8s_client import argument_spec, connect, gpu_module
+
+
+def main():
+    module = gpu_module(
+        argument_spec=argument_spec(
+            label_selector=dict(type='str'),
+            names=dict(type='list', elements='str'),
+            include_pods=dict(type='bool', default=True),
+            only_gpu_nodes=dict(type='bool', default=True),
+        ),
+        supports_check_mode=True,
+    )
+    params = module.params
+    conn = connect(module)
+    try:
+        result = gpu_inventory.gather(
+            conn.core,
+            label_selector=params['label_selector'],
+            names=params['names'],
+            include_pods=params['include_pods'],
+            only_gpu_nodes=params['only_gpu_nodes'],
+        )
+    except gpu_inventory.InventoryError as exc:
+        module.fail_json(msg=str(exc))
+    if result['not_found']:
+        module.warn('No node named %s%s.' % (', '.join(result['not_found']),
+                                             ' matches %s' % params['label_selector'] if params['label_selector'] else ''))
+    if result['not_gpu']:
+        module.warn('Left out, no NVIDIA GPUs: %s (set only_gpu_nodes=false to include them).'
+                    % ', '.join(result['not_gpu']))
+    module.exit_json(changed=False, **result)
+
+
+if __name__ == '__main__':
+    main()

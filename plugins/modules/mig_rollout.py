@@ -1,0 +1,262 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, gpuops.gpu contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import (absolute_import, division, print_function)
+__metaclass__ = type
+
+DOCUMENTATION = r'''
+module: mig_rollout
+short_description: Change the MIG configuration of GPU nodes safely, in batches
+version_added: 0.1.0
+author:
+  - gpuops.gpu contributors (@gpuops)
+description:
+  - Applies C(nvidia.com/mig.config) values to GPU nodes the way a careful operator would by hand,
+    batch by batch - cordon, evict the pods that use GPU resources through the Eviction API
+    (PodDisruptionBudgets honoured), set the label and clear the old C(nvidia.com/mig.config.state)
+    in one patch, wait for the MIG manager to report C(success), verify the node's allocatable GPU
+    resources, uncordon.
+  - Every assignment is validated against the node's GPU product, the ClusterPolicy C(mig.strategy)
+    and the mig-parted ConfigMap the MIG manager reads (placement-aware) before anything is written.
+  - Idempotent - nodes already at their config with state C(success) are not touched.
+  - Resumable - progress is kept in C(gpuops.gpu/*) annotations on the nodes, so a run that was
+    killed is finished by the next run, and only nodes this module cordoned are uncordoned.
+  - A failed or stuck node stops the rollout; it stays cordoned with the reason in the
+    C(gpuops.gpu/rollout-reason) annotation and a Warning Event, and nodes not yet started stay untouched.
+options:
+  assignments:
+    description:
+      - Which nodes get which mig-parted config. Give O(assignments[].nodes), a label selector, or both.
+      - Select node groups by stable labels (a MachineSet or pool label), never by
+        C(nvidia.com/gpu.product), which changes with the MIG and sharing configuration.
+    type: list
+    elements: dict
+    required: true
+    suboptions:
+      config:
+        description: Name of a config in the mig-parted ConfigMap (or of the operator's built-in configs).
+        type: str
+        required: true
+      nodes:
+        description: Node names.
+        type: list
+        elements: str
+      label_selector:
+        description: A label selector string, for example C(node-role.kubernetes.io/gpu-a100=,pool!=spot).
+        type: str
+      selector:
+        description: Labels the nodes must carry (equality), as a dict.
+        type: dict
+  max_unavailable:
+    description:
+      - Nodes reconfigured at once, as a count or a percentage of the assigned nodes (rounded up, at least 1).
+        Nodes already cordoned count against it.
+    type: raw
+    default: 1
+  operator_namespace:
+    description: Namespace of the GPU operator (where the mig-parted ConfigMap lives).
+    type: str
+    default: nvidia-gpu-operator
+  cluster_policy:
+    description: Name of the ClusterPolicy to read C(mig.strategy) and C(migManager.config) from. Default is the only one.
+    type: str
+  config_map:
+    description:
+      - The mig-parted ConfigMap to validate against. Default is the ClusterPolicy's C(migManager.config.name),
+        else the operator's built-in configs.
+    type: str
+  config_document:
+    description:
+      - The mig-parted document (C(version), C(mig-configs)) to validate against instead of reading O(config_map),
+        for example the one a role is about to write (so check mode can plan before the ConfigMap exists).
+    type: dict
+  mig_strategy:
+    description: Overrides the ClusterPolicy C(mig.strategy) used to compute the expected resources.
+    type: str
+    choices: [none, single, mixed]
+  mig_catalog_overrides:
+    description: Extra or corrected GPU products for the MIG catalog (new GPUs, driver-renamed profiles).
+    type: dict
+  drain:
+    description: Evict pods using GPU resources before relabelling. Turning this off is only safe on idle nodes.
+    type: bool
+    default: true
+  pod_selector:
+    description: Labels of extra pods (not using GPUs) to evict as well.
+    type: dict
+  force:
+    description: Delete pods whose eviction a PodDisruptionBudget still blocks after O(drain_timeout).
+    type: bool
+    default: false
+  grace_period:
+    description: Termination grace period for evicted pods, seconds. Default is the pod's own.
+    type: int
+  drain_timeout:
+    description: Seconds to wait for GPU pods to leave a node (PDB blocks are retried until then).
+    type: int
+    default: 300
+  state_timeout:
+    description: Seconds to wait for C(nvidia.com/mig.config.state=success) before the node counts as stuck.
+    type: int
+    default: 600
+  reboot_timeout:
+    description: Seconds to wait when the MIG manager reports C(rebooting).
+    type: int
+    default: 1800
+  verify:
+    description: Check that the node's allocatable GPU resources match the config after C(success).
+    type: bool
+    default: true
+  verify_timeout:
+    description: Seconds to wait for the device plugin to advertise the expected resources.
+    type: int
+    default: 180
+  retry_stuck:
+    description: When a node is stuck in C(pending), cycle the label once before failing (gpu-operator issue 2833).
+    type: bool
+    default: false
+  poll_interval:
+    description: Seconds between checks.
+    type: float
+    default: 1.0
+extends_documentation_fragment:
+  - kubernetes.core.k8s_auth_options
+  - gpuops.gpu.auth
+attributes:
+  check_mode:
+    support: full
+    details: Returns the plan (batches, pods to evict, PodDisruptionBudgets that would block) and writes nothing.
+  diff_mode:
+    support: full
+    details: Shows the label changes per node.
+'''
+
+EXAMPLES = r'''
+- name: All A100 nodes of the training pool to 7 x 1g.5gb, two nodes at a time
+  gpuops.gpu.mig_rollout:
+    assignments:
+      - label_selector: pool=training
+        config: all-1g.5gb
+    max_unavailable: 2
+
+- name: Different profiles per node, 10% of the fleet at a time, PDB waits up to 15 minutes
+  gpuops.gpu.mig_rollout:
+    assignments:
+      - nodes: [gpu-node-1, gpu-node-2]
+        config: all-balanced
+      - selector:
+          pool: inference
+        config: custom-3g-2x1g
+    max_unavailable: 10%
+    drain_timeout: 900
+
+- name: What would change?
+  gpuops.gpu.mig_rollout:
+    assignments:
+      - label_selector: pool=training
+        config: all-disabled
+  check_mode: true
+  register: plan
+'''
+
+RETURN = r'''
+changed:
+  description: Whether any node was (or, in check mode, would be) changed.
+  returned: always
+  type: bool
+batches:
+  description: Node names per batch, in order.
+  returned: always
+  type: list
+  elements: list
+  sample: [["gpu-1", "gpu-2"], ["gpu-3"]]
+plan:
+  description: Check mode only - per batch, the nodes with their current and target config, pods to evict and blocking PDBs.
+  returned: check mode
+  type: list
+  elements: dict
+nodes:
+  description: Per node changed - target, final phase, pods evicted, allocatable after, duration in seconds.
+  returned: success or rollout failure
+  type: list
+  elements: dict
+assignments:
+  description: The resolved node to config map.
+  returned: success
+  type: dict
+mig_strategy:
+  description: The MIG strategy the expected resources were computed for.
+  returned: success
+  type: str
+config_map:
+  description: The mig-parted ConfigMap validated against (null for the operator's built-in configs).
+  returned: success
+  type: str
+untouched:
+  description: Nodes not started because the rollout stopped on a failure.
+  returned: failure
+  type: list
+  elements: str
+api_requests:
+  description: Kubernetes API requests made.
+  returned: success
+  type: int
+duration_s:
+  description: Wall time of the run in seconds.
+  returned: success
+  type: float
+'''
+
+from ansible_collections.gpuops.gpu.plugins.module_utils.k8s_client import argument_spec, connect, gpu_module
+from ansible_collections.gpuops.gpu.plugins.module_utils.mig_cluster import InputError, RolloutFailed, run
+
+
+def main():
+    module = gpu_module(argument_spec=argument_spec(
+        assignments=dict(type='list', elements='dict', required=True, options=dict(
+            config=dict(type='str', required=True),
+            nodes=dict(type='list', elements='str'),
+            label_selector=dict(type='str'),
+            selector=dict(type='dict'),
+        )),
+        max_unavailable=dict(type='raw', default=1),
+        operator_namespace=dict(type='str', default='nvidia-gpu-operator'),
+        cluster_policy=dict(type='str'),
+        config_map=dict(type='str'),
+        config_document=dict(type='dict'),
+        mig_strategy=dict(type='str', choices=['none', 'single', 'mixed']),
+        mig_catalog_overrides=dict(type='dict'),
+        drain=dict(type='bool', default=True),
+        pod_selector=dict(type='dict'),
+        force=dict(type='bool', default=False),
+        grace_period=dict(type='int'),
+        drain_timeout=dict(type='int', default=300),
+        state_timeout=dict(type='int', default=600),
+        reboot_timeout=dict(type='int', default=1800),
+        verify=dict(type='bool', default=True),
+        verify_timeout=dict(type='int', default=180),
+        retry_stuck=dict(type='bool', default=False),
+        poll_interval=dict(type='float', default=1.0),
+    ))
+    conn = connect(module)
+    try:
+        result = run(conn, module.params, module.check_mode)
+    except InputError as exc:
+        module.fail_json(msg=str(exc), changed=False)
+    except RolloutFailed as exc:
+        failed = dict(exc.result, changed=True)
+        failed.pop('diff', None)
+        module.fail_json(msg=str(exc), **failed)
+    diff = result.pop('diff')
+    if module._diff:
+        result['diff'] = diff
+    warnings = result.pop('warnings')
+    for warning in warnings:
+        module.warn(warning)
+    module.exit_json(**result)
+
+
+if __name__ == '__main__':
+    main()

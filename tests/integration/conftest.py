@@ -1,0 +1,133 @@
+"""Fixtures for integration tests on the virtual GPU cluster (tests/testbed).
+
+One cluster per pytest session: `testbed up` before the first test that needs it, `testbed down`
+after the last one. Environment:
+  GPUOPS_TESTBED_NAME     cluster name (default gpuops-it)
+  GPUOPS_TESTBED_CONFIG   config file (default tests/testbed/configs/default.yaml)
+  GPUOPS_TESTBED_KEEP=1   leave the cluster running after the session (for debugging)
+  GPUOPS_TESTBED_REUSE=1  use an already-running cluster of that name as is (no up/down)
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+
+import pytest
+import yaml
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+TESTBED = os.path.join(REPO, "tests", "testbed", "testbed")
+DEFAULT_CONFIG = os.path.join(REPO, "tests", "testbed", "configs", "default.yaml")
+
+
+@dataclasses.dataclass
+class Testbed:
+    name: str
+    kubeconfig: str
+    config_path: str
+    config: dict
+    state_dir: str
+
+    def cli(self, *args: str, check: bool = True) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, TESTBED, "--name", self.name, *args],
+                              capture_output=True, text=True, check=check)
+
+    def status(self) -> dict:
+        return json.loads(self.cli("status", "--json").stdout)
+
+    def process_running(self, component: str) -> bool:
+        return self.status()["processes"].get(component, "").startswith("running")
+
+    def gpusim_expected(self) -> bool:
+        """gpusim is part of this checkout and enabled: its agents must be running."""
+        return bool(self.config.get("cluster", {}).get("gpusim", True)) and os.path.exists(
+            os.path.join(REPO, "tests", "testbed", "gpusim", "__main__.py"))
+
+    def state(self) -> dict:
+        with open(os.path.join(self.state_dir, "state.json")) as f:
+            return json.load(f)
+
+
+@pytest.fixture(scope="session")
+def testbed() -> Testbed:
+    name = os.environ.get("GPUOPS_TESTBED_NAME", "gpuops-it")
+    config = os.path.abspath(os.environ.get("GPUOPS_TESTBED_CONFIG", DEFAULT_CONFIG))
+    reuse = os.environ.get("GPUOPS_TESTBED_REUSE") == "1"
+    keep = os.environ.get("GPUOPS_TESTBED_KEEP") == "1" or reuse
+    if reuse:
+        r = subprocess.run([sys.executable, TESTBED, "--name", name, "kubeconfig"],
+                           capture_output=True, text=True)
+    else:
+        t = time.monotonic()
+        r = subprocess.run([sys.executable, TESTBED, "--name", name, "up", "--config", config],
+                           stdout=subprocess.PIPE, stderr=None, text=True)
+        sys.stderr.write(f"testbed up took {time.monotonic() - t:.1f}s\n")
+    if r.returncode != 0:
+        if not keep:
+            subprocess.run([sys.executable, TESTBED, "--name", name, "down"], check=False)
+        pytest.fail(f"testbed up failed (exit {r.returncode}); see the output above", pytrace=False)
+    kubeconfig = r.stdout.strip().splitlines()[-1]
+    with open(config) as f:
+        cfg = yaml.safe_load(f)
+    tb = Testbed(name=name, kubeconfig=kubeconfig, config_path=config, config=cfg,
+                 state_dir=os.path.dirname(kubeconfig))
+    yield tb
+    if not keep:
+        subprocess.run([sys.executable, TESTBED, "--name", name, "down"], check=False)
+
+
+@pytest.fixture(scope="session")
+def api_client(testbed):
+    kubernetes = pytest.importorskip("kubernetes")
+    return kubernetes.config.new_client_from_config(config_file=testbed.kubeconfig)
+
+
+@pytest.fixture(scope="session")
+def core_v1(api_client):
+    import kubernetes
+
+    return kubernetes.client.CoreV1Api(api_client)
+
+
+@pytest.fixture(scope="session")
+def custom_objects(api_client):
+    import kubernetes
+
+    return kubernetes.client.CustomObjectsApi(api_client)
+
+
+@pytest.fixture
+def namespace(core_v1, request):
+    """A fresh namespace per test, deleted afterwards."""
+    import kubernetes
+
+    base = re.sub(r"[^a-z0-9]+", "-", request.node.name.lower())[:40].strip("-")
+    name = f"t-{base}-{int(time.time() * 1000) % 1000000}"
+    core_v1.create_namespace(kubernetes.client.V1Namespace(metadata={"name": name}))
+    # pods are only admitted once the namespace's default ServiceAccount exists
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        try:
+            core_v1.read_namespaced_service_account("default", name)
+            break
+        except kubernetes.client.ApiException:
+            time.sleep(0.2)
+    yield name
+    core_v1.delete_namespace(name)
+
+
+def wait_until(what: str, fn, timeout: float = 60.0, interval: float = 0.5):
+    """Poll fn() until it returns a truthy value; fail the test with `what` on timeout."""
+    deadline = time.monotonic() + timeout
+    last = None
+    while time.monotonic() < deadline:
+        last = fn()
+        if last:
+            return last
+        time.sleep(interval)
+    pytest.fail(f"timed out after {timeout:.0f}s waiting for {what} (last value: {last!r})")

@@ -1,0 +1,274 @@
+"""gpuops.gpu.mig_rollout on the virtual GPU cluster: the real apiserver, scheduler and controllers,
+KWOK nodes and the simulated MIG manager / device plugin (tests/testbed/gpusim)."""
+
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+import pytest
+import yaml
+from kubernetes import client, config as kconfig
+
+from ansible_run import run_play
+
+A100 = ['a100-0', 'a100-1']
+MIG_NODES = ['a100-0', 'a100-1', 'h100-0', 'h100-1']
+ANN_PREFIX = 'gpuops.gpu/'
+
+
+@pytest.fixture(scope='module')
+def core(testbed):
+    api = kconfig.new_client_from_config(config_file=testbed.kubeconfig)
+    return client.CoreV1Api(api)
+
+
+@pytest.fixture(scope='module')
+def apps(testbed):
+    return client.AppsV1Api(kconfig.new_client_from_config(config_file=testbed.kubeconfig))
+
+
+@pytest.fixture(scope='module')
+def policy(testbed):
+    return client.PolicyV1Api(kconfig.new_client_from_config(config_file=testbed.kubeconfig))
+
+
+def labels(core, name):
+    return core.read_node(name).metadata.labels or {}
+
+
+def wait_for(predicate, timeout=120, interval=0.5, what='condition'):
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(interval)
+    raise AssertionError('timed out waiting for %s' % what)
+
+
+def rollout(kubeconfig, check=False, diff=False, **args):
+    args.setdefault('operator_namespace', 'gpu-operator')
+    args.setdefault('poll_interval', 0.3)
+    args.setdefault('verify_timeout', 60)
+    args.setdefault('state_timeout', 60)
+    task = {'name': 'rollout', 'gpuops.gpu.mig_rollout': args, 'register': 'r', 'ignore_errors': True}
+    rc, results, raw = run_play(kubeconfig, [task], check=check, diff=diff)
+    assert 'rollout' in results, raw[-3000:]
+    return results['rollout']
+
+
+@pytest.fixture(scope='module', autouse=True)
+def gpu_nodes_ready(testbed, core):
+    """Wait until the simulated GFD has labelled every MIG node."""
+    wait_for(lambda: all(labels(core, n).get('nvidia.com/gpu.product') for n in MIG_NODES), 180,
+             what='GFD labels on %s' % MIG_NODES)
+
+
+@pytest.fixture(scope='module')
+def namespace(core):
+    name = 'mig-it'
+    core.create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(name=name)))
+    wait_for(lambda: any(sa.metadata.name == 'default' for sa in core.list_namespaced_service_account(name).items),
+             60, what='default ServiceAccount')
+    yield name
+    core.delete_namespace(name)
+
+
+def gpu_pod(name, node, resource='nvidia.com/gpu', labels_=None):
+    return client.V1Pod(
+        metadata=client.V1ObjectMeta(name=name, labels=labels_ or {'app': name}),
+        spec=client.V1PodSpec(node_name=node, termination_grace_period_seconds=0, containers=[client.V1Container(
+            name='cuda', image='nvcr.io/nvidia/cuda:12.4.0-base-ubi9',
+            resources=client.V1ResourceRequirements(limits={resource: '1'}))]))
+
+
+def assert_clean(core, names):
+    for name in names:
+        node = core.read_node(name)
+        assert not node.spec.unschedulable, '%s left cordoned' % name
+        assert not [k for k in (node.metadata.annotations or {}) if k.startswith(ANN_PREFIX + 'rollout')
+                    or k == ANN_PREFIX + 'cordoned-by-rollout'], name
+
+
+# ---------------------------------------------------------------------------------------- tests
+
+def test_check_mode_returns_plan_and_writes_nothing(testbed, core):
+    before = dict((n, core.read_node(n).metadata.resource_version) for n in A100)
+    res = rollout(testbed.kubeconfig, check=True, assignments=[{'nodes': A100, 'config': 'all-1g.5gb'}],
+                  max_unavailable=1)
+    assert res.get('failed') is not True, res
+    assert res['changed'] is True
+    assert res['batches'] == [['a100-0'], ['a100-1']]
+    assert [e['node'] for b in res['plan'] for e in b['nodes']] == A100
+    assert dict((n, core.read_node(n).metadata.resource_version) for n in A100) == before
+
+
+TRAINING = [{'label_selector': 'gpuops.dev/pool=training,gpuops.dev/node-group=a100', 'config': 'all-1g.5gb'},
+            {'selector': {'gpuops.dev/pool': 'training', 'gpuops.dev/node-group': 'h100'}, 'config': 'all-1g.10gb'}]
+
+
+def test_single_rollout_then_idempotent(testbed, core):
+    res = rollout(testbed.kubeconfig, diff=True, assignments=TRAINING, max_unavailable=2)
+    assert res.get('failed') is not True, res.get('msg')
+    assert res['changed'] is True
+    assert sorted(res['assignments']) == MIG_NODES
+    assert len(res['batches']) == 2 and all(len(b) <= 2 for b in res['batches'])
+    for name in MIG_NODES:
+        lab = labels(core, name)
+        assert lab['nvidia.com/mig.config'] == ('all-1g.5gb' if name in A100 else 'all-1g.10gb')
+        assert lab['nvidia.com/mig.config.state'] == 'success'
+    alloc = core.read_node('a100-0').status.allocatable
+    assert alloc.get('nvidia.com/gpu') == '56'  # single strategy: 8 GPUs x 7 x 1g.5gb
+    expected_after = {'nvidia.com/mig.config': 'all-1g.10gb', 'nvidia.com/mig.config.state': 'success'}
+    assert res['diff']['after']['h100-1'] == expected_after
+    assert_clean(core, MIG_NODES)
+    assert all(n['duration_s'] > 0 for n in res['nodes'])
+    again = rollout(testbed.kubeconfig, assignments=TRAINING, max_unavailable=2)
+    assert again.get('failed') is not True and again['changed'] is False, again
+    assert again['batches'] == []
+
+
+BAD_INPUTS = [
+    ([{'nodes': ['a100-0'], 'config': 'no-such-config'}], {}, "'no-such-config'"),
+    ([{'nodes': ['nope-9'], 'config': 'all-1g.5gb'}], {}, 'not found: nope-9'),
+    ([{'label_selector': 'gpuops.dev/pool=nothing', 'config': 'all-1g.5gb'}], {}, 'matches no node'),
+    ([{'nodes': ['t4-0'], 'config': 'all-1g.5gb'}], {}, 'not MIG capable'),
+    ([{'nodes': ['a100-0'], 'config': 'all-1g.10gb'}, {'nodes': ['a100-0'], 'config': 'all-disabled'}], {},
+     'assigned both'),
+    ([{'nodes': ['a100-0'], 'config': 'all-balanced'}], {'mig_strategy': 'single'}, 'single'),
+    ([{'nodes': ['a100-0'], 'config': 'all-1g.5gb'}], {'max_unavailable': '0%'}, 'max_unavailable'),
+    ([{'nodes': ['a100-0'], 'config': 'all-1g.5gb'}], {'max_unavailable': 'lots'}, 'max_unavailable'),
+    ([{'nodes': ['a100-0'], 'config': 'all-1g.5gb'}], {'config_map': 'missing-cm'}, 'not found'),
+    ([{'nodes': ['a100-0'], 'config': 'x'}], {'config_document': {'version': 'v2', 'mig-configs': {}}}, 'version'),
+    ([{'nodes': ['a100-0'], 'config': 'big'}], {'config_document': {'version': 'v1', 'mig-configs': {
+        'big': [{'devices': 'all', 'mig-enabled': True, 'mig-devices': {'3g.20gb': 2, '1g.5gb': 1}}]}},
+        'mig_strategy': 'mixed'}, 'a100-0'),
+    ([{'nodes': ['a100-0'], 'config': 'bad-profile'}], {'config_document': {'version': 'v1', 'mig-configs': {
+        'bad-profile': [{'devices': 'all', 'mig-enabled': True, 'mig-devices': {'2g.5gb': 1}}]}},
+        'mig_strategy': 'mixed'}, '2g.5gb'),
+    ([{'nodes': ['a100-0'], 'config': 'pl'}], {'config_document': {'version': 'v1', 'mig-configs': {
+        'pl': [{'devices': 'all', 'mig-enabled': True, 'mig-devices': {'4g.20gb': 1, '2g.10gb': 1, '1g.5gb': 2}}]}},
+        'mig_strategy': 'mixed'}, 'a100-0'),
+    ([{'label_selector': 'a=b=c', 'config': 'all-1g.5gb'}], {}, 'cannot parse'),
+    ([{'nodes': ['a100-0']}], {}, 'config'),
+    ([{'nodes': ['cpu-0'], 'config': 'all-1g.5gb'}], {}, 'cpu-0'),
+    ([{'nodes': ['h100-0'], 'config': 'all-1g.5gb'}], {}, "'all-1g.5gb'"),
+    ([{'nodes': ['a100-0'], 'config': 'all-1g.5gb'}], {'cluster_policy': 'no-such-policy'}, 'no-such-policy'),
+    ([{'nodes': ['a100-0'], 'config': 'm'}], {'config_document': {'version': 'v1', 'mig-configs': {
+        'm': [{'devices': 'all', 'mig-enabled': False, 'mig-devices': {'1g.5gb': 1}}]}}}, 'mig-devices'),
+    ([{'nodes': ['a100-0'], 'config': 'me'}], {'config_document': {'version': 'v1', 'mig-configs': {
+        'me': [{'devices': 'all', 'mig-enabled': True, 'mig-devices': {'1g.5gb+me': 2}}]}},
+        'mig_strategy': 'mixed'}, '+me'),
+]
+
+
+@pytest.mark.parametrize('assignments,extra,fragment', BAD_INPUTS)
+def test_bad_input_fails_before_any_write(testbed, core, assignments, extra, fragment):
+    nodes = ['a100-0', 'a100-1', 'h100-0', 't4-0', 'cpu-0']
+    before = dict((n, core.read_node(n).metadata.resource_version) for n in nodes)
+    res = rollout(testbed.kubeconfig, assignments=assignments, **extra)
+    assert res.get('failed') is True, res
+    assert fragment in res['msg'], res['msg']
+    assert dict((n, core.read_node(n).metadata.resource_version) for n in nodes) == before
+
+
+def test_gpu_pods_are_evicted_and_pdb_blocks(testbed, core, policy, namespace):
+    core.create_namespaced_pod(namespace, gpu_pod('free', 'a100-0'))
+    core.create_namespaced_pod(namespace, gpu_pod('guarded', 'a100-1', labels_={'app': 'guarded'}))
+    policy.create_namespaced_pod_disruption_budget(namespace, client.V1PodDisruptionBudget(
+        metadata=client.V1ObjectMeta(name='guarded'),
+        spec=client.V1PodDisruptionBudgetSpec(min_available=1, selector=client.V1LabelSelector(
+            match_labels={'app': 'guarded'}))))
+    wait_for(lambda: all(core.read_namespaced_pod(p, namespace).status.phase == 'Running' for p in ('free', 'guarded')),
+             60, what='GPU pods running')
+    wait_for(lambda: policy.read_namespaced_pod_disruption_budget('guarded', namespace).status.expected_pods == 1,
+             60, what='PDB status')
+    plan = rollout(testbed.kubeconfig, check=True, assignments=[{'nodes': A100, 'config': 'all-disabled'}],
+                   max_unavailable=2)
+    entries = dict((e['node'], e) for b in plan['plan'] for e in b['nodes'])
+    assert entries['a100-0']['pods_to_evict'] == [namespace + '/free']
+    assert entries['a100-1']['blocking_pdbs'] == [namespace + '/guarded']
+    res = rollout(testbed.kubeconfig, assignments=[{'nodes': A100, 'config': 'all-disabled'}],
+                  max_unavailable=1, drain_timeout=4)
+    assert res.get('failed') is True
+    assert 'a100-1' in res['msg'] and 'PodDisruptionBudget' in res['msg']
+    # a100-0 went through (its pod was evicted), a100-1 stays cordoned with the reason
+    assert labels(core, 'a100-0')['nvidia.com/mig.config'] == 'all-disabled'
+    assert not [p for p in core.list_namespaced_pod(namespace).items if p.metadata.name == 'free']
+    blocked = core.read_node('a100-1')
+    assert blocked.spec.unschedulable is True
+    assert 'PodDisruptionBudget' in blocked.metadata.annotations[ANN_PREFIX + 'rollout-reason']
+    assert labels(core, 'a100-1')['nvidia.com/mig.config'] == 'all-1g.5gb'  # never relabelled under a pod
+    # relax the PDB: the re-run resumes and cleans up
+    policy.delete_namespaced_pod_disruption_budget('guarded', namespace)
+    res = rollout(testbed.kubeconfig, assignments=[{'nodes': A100, 'config': 'all-disabled'}], max_unavailable=1)
+    assert res.get('failed') is not True, res.get('msg')
+    assert labels(core, 'a100-1')['nvidia.com/mig.config'] == 'all-disabled'
+    assert_clean(core, A100)
+
+
+def inject(core, name, value):
+    core.patch_node(name, {'metadata': {'annotations': {'gpusim.gpuops.dev/inject': value}}})
+
+
+def test_injected_failure_stops_the_rollout(testbed, core):
+    inject(core, 'h100-0', 'fail')
+    try:
+        res = rollout(testbed.kubeconfig, assignments=[{'nodes': ['h100-0', 'h100-1'], 'config': 'all-disabled'}],
+                      max_unavailable=1)
+        assert res.get('failed') is True
+        assert 'node h100-0' in res['msg'] and 'failed' in res['msg']
+        assert res['untouched'] == ['h100-1']
+        assert labels(core, 'h100-1')['nvidia.com/mig.config'] == 'all-1g.10gb'  # untouched
+        assert not core.read_node('h100-1').spec.unschedulable
+        assert core.read_node('h100-0').spec.unschedulable is True
+    finally:
+        inject(core, 'h100-0', None)
+    res = rollout(testbed.kubeconfig, assignments=[{'nodes': ['h100-0', 'h100-1'], 'config': 'all-disabled'}],
+                  max_unavailable=1)
+    assert res.get('failed') is not True, res.get('msg')
+    assert_clean(core, ['h100-0', 'h100-1'])
+
+
+def test_stuck_pending_is_detected(testbed, core):
+    inject(core, 'h100-0', 'stuck-pending')
+    try:
+        res = rollout(testbed.kubeconfig, assignments=[{'nodes': ['h100-0'], 'config': 'all-1g.10gb'}],
+                      state_timeout=5)
+        assert res.get('failed') is True and 'stuck' in res['msg'], res.get('msg')
+        assert labels(core, 'h100-0')['nvidia.com/mig.config.state'] == 'pending'
+        assert core.read_node('h100-0').spec.unschedulable is True
+    finally:
+        inject(core, 'h100-0', None)
+    res = rollout(testbed.kubeconfig, assignments=[{'nodes': ['h100-0'], 'config': 'all-1g.10gb'}], retry_stuck=True,
+                  state_timeout=30)
+    assert res.get('failed') is not True, res.get('msg')
+    assert_clean(core, ['h100-0'])
+
+
+def test_sigkill_mid_batch_then_rerun_converges(testbed, core):
+    play = [{'name': 'kill-me', 'hosts': 'localhost', 'gather_facts': False, 'tasks': [
+        {'name': 'rollout', 'gpuops.gpu.mig_rollout': {
+            'assignments': [{'nodes': MIG_NODES, 'config': 'all-disabled'}], 'operator_namespace': 'gpu-operator',
+            'max_unavailable': 2, 'poll_interval': 0.3}}]}]
+    with tempfile.NamedTemporaryFile('w', suffix='.yml', delete=False) as f:
+        yaml.safe_dump(play, f)
+    env = dict(os.environ, K8S_AUTH_KUBECONFIG=testbed.kubeconfig, ANSIBLE_PYTHON_INTERPRETER=sys.executable)
+    proc = subprocess.Popen([os.path.join(os.path.dirname(sys.executable), 'ansible-playbook'), f.name], env=env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    try:
+        wait_for(lambda: any(core.read_node(n).spec.unschedulable for n in MIG_NODES), 60, 0.1, 'first cordon')
+        time.sleep(0.5)
+    finally:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+        os.unlink(f.name)
+    assert any(core.read_node(n).spec.unschedulable for n in MIG_NODES)  # killed mid-batch
+    res = rollout(testbed.kubeconfig, assignments=[{'nodes': MIG_NODES, 'config': 'all-disabled'}], max_unavailable=2)
+    assert res.get('failed') is not True, res.get('msg')
+    assert_clean(core, MIG_NODES)
+    for name in MIG_NODES:
+        assert labels(core, name)['nvidia.com/mig.config.state'] == 'success'

@@ -1,0 +1,291 @@
+#!/usr/bin/env python3
+"""`make test` / `make demo` driver: runs the stages, times them, prints one summary line per stage
+and a final ``N passed, N failed`` line (tests counted across stages). Exit status 1 when any stage
+fails. Run it with the project's virtualenv Python (the Makefile does).
+
+Stages: lint, sanity, unit, package, integration, molecule (default: all, in that order).
+"""
+
+import hashlib
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import xml.etree.ElementTree as ET
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+CACHE = os.environ.get('GPUOPS_CACHE', os.path.expanduser('~/.cache/gpuops'))
+VENV_BIN = os.path.dirname(sys.executable)
+SITE = next(p for p in sys.path if p.endswith('site-packages'))
+BUILD = os.path.join(CACHE, 'build', hashlib.sha256(REPO.encode()).hexdigest()[:12])
+COLL_ROOT = os.path.join(BUILD, 'collections')
+COLL = os.path.join(COLL_ROOT, 'ansible_collections', 'gpuops', 'gpu')
+ALL_STAGES = ['lint', 'sanity', 'unit', 'package', 'integration', 'molecule']
+
+
+def log(msg):
+    print(msg, flush=True)
+
+
+def env(**extra):
+    e = dict(os.environ)
+    e['PATH'] = VENV_BIN + os.pathsep + e.get('PATH', '')
+    e['ANSIBLE_COLLECTIONS_PATH'] = COLL_ROOT
+    e['PYTHONPATH'] = COLL_ROOT
+    e['PYTHONUNBUFFERED'] = '1'
+    e['ANSIBLE_NOCOLOR'] = '1'
+    e['ANSIBLE_FORCE_COLOR'] = '0'
+    e.update(extra)
+    return e
+
+
+def run(cmd, cwd=REPO, extra_env=None, capture=False):
+    log('$ ' + ' '.join(cmd))
+    if capture:
+        p = subprocess.run(cmd, cwd=cwd, env=env(**(extra_env or {})), text=True,
+                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        sys.stdout.write(p.stdout)
+        sys.stdout.flush()
+        return p.returncode, p.stdout
+    return subprocess.run(cmd, cwd=cwd, env=env(**(extra_env or {}))).returncode, ''
+
+
+def project_files():
+    out = subprocess.run(['git', 'ls-files', '-co', '--exclude-standard', '-z'], cwd=REPO,
+                         check=True, stdout=subprocess.PIPE).stdout.decode()
+    return sorted(f for f in out.split('\0') if f and os.path.isfile(os.path.join(REPO, f)))
+
+
+# Development tooling that is not part of the collection (galaxy.yml build_ignore); ansible-test
+# sanity checks the collection and its tests, not these.
+SANITY_EXCLUDE = ('tests/testbed/', 'tests/runner.py', 'bench/', '.ci/')
+
+
+def lay_out(root, exclude=()):
+    """Lay the collection out at <root>/ansible_collections/gpuops/gpu (a copy of the tracked and
+    untracked-not-ignored files) next to kubernetes.core from the virtualenv; return its path."""
+    coll = os.path.join(root, 'ansible_collections', 'gpuops', 'gpu')
+    if os.path.isdir(coll):
+        shutil.rmtree(coll)
+    for rel in project_files():
+        if rel.startswith(exclude):
+            continue
+        dst = os.path.join(coll, rel)
+        os.makedirs(os.path.dirname(dst), exist_ok=True)
+        shutil.copy2(os.path.join(REPO, rel), dst)
+    kube = os.path.join(root, 'ansible_collections', 'kubernetes')
+    if os.path.islink(kube):
+        os.remove(kube)
+    if not os.path.exists(kube):
+        os.symlink(os.path.join(SITE, 'ansible_collections', 'kubernetes'), kube)
+    return coll
+
+
+def pytest_counts(junit):
+    try:
+        root = ET.parse(junit).getroot()
+    except (OSError, ET.ParseError):
+        return 0, 1, 0
+    suites = [root] if root.tag == 'testsuite' else root.findall('testsuite')
+    total = sum(int(s.get('tests', 0)) for s in suites)
+    bad = sum(int(s.get('failures', 0)) + int(s.get('errors', 0)) for s in suites)
+    skipped = sum(int(s.get('skipped', 0)) for s in suites)
+    return total - bad - skipped, bad, skipped  # a skipped test is never counted as passed
+
+
+def run_pytest(path, extra=None):
+    if not os.path.isdir(os.path.join(COLL, path)) or not any(
+            f.startswith('test_') for _, _, fs in os.walk(os.path.join(COLL, path)) for f in fs):
+        return None
+    junit = os.path.join(BUILD, path.replace('/', '_') + '.xml')
+    rc, _ = run([sys.executable, '-m', 'pytest', path, '-ra', '-p', 'no:cacheprovider',
+                 '--junitxml', junit] + (extra or []), cwd=COLL)
+    passed, failed, skipped = pytest_counts(junit)
+    if rc != 0 and failed == 0:
+        failed = 1
+    return passed, failed, skipped
+
+
+# ---------------------------------------------------------------------------------------- stages
+
+def stage_lint():
+    rc, _ = run(['ansible-lint', '--offline', '--profile', 'production', '--strict'], cwd=COLL)
+    return (1, 0) if rc == 0 else (0, 1)
+
+
+def sanity_venv():
+    """ansible-test's own pinned sanity requirements, in a virtualenv of their own (their pins
+    differ from ansible-lint's), keyed by the ansible-core version; built once."""
+    import ansible_test
+    import ansible.release
+    reqdir = os.path.join(os.path.dirname(ansible_test.__file__), '_data', 'requirements')
+    reqs = sorted(os.path.join(reqdir, f) for f in os.listdir(reqdir)
+                  if f.startswith('sanity.') and f.endswith('.txt'))
+    venv = os.path.join(CACHE, 'sanity-venv-' + ansible.release.__version__)
+    if not os.path.exists(os.path.join(venv, '.done')):
+        subprocess.run([sys.executable, '-m', 'venv', '--clear', venv], check=True)
+        pip = [os.path.join(venv, 'bin', 'pip'), 'install', '-q', '--disable-pip-version-check']
+        subprocess.run(pip + ['ansible-core==' + ansible.release.__version__]
+                       + [a for r in reqs for a in ('-r', r)], check=True)
+        open(os.path.join(venv, '.done'), 'w').close()
+    return os.path.join(venv, 'bin')
+
+
+PIP_BOOTSTRAP = '''# Written by gpuops.gpu tests/runner.py: ansible-test normally downloads a pip bootstrap script
+# from a host this machine cannot reach. This stand-in installs pip with ensurepip, gives the new
+# virtualenv the pip settings of the machine (CA bundle, index) in its own pip.conf (ansible-test
+# runs pip with a reduced environment), then installs the same pinned packages from the index.
+import ensurepip, os, subprocess, sys
+ensurepip.bootstrap(upgrade=True)
+with open(os.path.join(sys.prefix, 'pip.conf'), 'w') as f:
+    f.write(%r)
+os.environ.pop('PIP_CONFIG_FILE', None)  # ensurepip points it at /dev/null
+args = [a for a in sys.argv[1:] if a not in ('--no-setuptools', '--no-wheel')]
+subprocess.check_call([sys.executable, '-m', 'pip', 'install'] + args)
+'''
+
+
+def pip_bootstrap():
+    """Provide ansible-test's pip bootstrap script for the venvs some sanity tests create."""
+    import ansible_test
+    src = open(os.path.join(os.path.dirname(ansible_test.__file__), '_internal',
+                            'python_requirements.py')).read()
+    version = re.search(r"pip='([0-9.]+)'", src).group(1)
+    path = os.path.expanduser('~/.ansible/test/cache/get_pip_%s.py' % version.replace('.', '_'))
+    conf = '[global]\n'
+    for opt, names in (('cert', ('PIP_CERT', 'SSL_CERT_FILE', 'REQUESTS_CA_BUNDLE')),
+                       ('index-url', ('PIP_INDEX_URL',)), ('trusted-host', ('PIP_TRUSTED_HOST',))):
+        value = next((os.environ[n] for n in names if os.environ.get(n)), None)
+        if value:
+            conf += '%s = %s\n' % (opt, value)
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, 'w') as f:
+        f.write(PIP_BOOTSTRAP % conf)
+
+
+def stage_sanity():
+    pip_bootstrap()
+    vbin = sanity_venv()
+    coll = lay_out(os.path.join(BUILD, 'sanity'), exclude=SANITY_EXCLUDE)
+    rc, out = run([os.path.join(vbin, 'ansible-test'), 'sanity', '--local', '--python',
+                   '%d.%d' % sys.version_info[:2], '--color', 'no'], cwd=coll, capture=True,
+                  extra_env={'PATH': vbin + os.pathsep + os.environ.get('PATH', '')})
+    ran = len(re.findall(r'^Running sanity test ', out, re.M))
+    m = re.search(r'The (\d+) sanity test\(s\) listed below \(out of (\d+)\) failed', out)
+    failed = int(m.group(1)) if m else (1 if rc else 0)
+    return max(ran - failed, 0), failed
+
+
+def stage_unit():
+    return run_pytest('tests/unit')
+
+
+def stage_package():
+    """`ansible-galaxy collection build` → install into an empty collections path → every plugin
+    that exists is listed by ansible-doc from the installed copy."""
+    passed = failed = 0
+    with tempfile.TemporaryDirectory() as tmp:
+        rc, _ = run(['ansible-galaxy', 'collection', 'build', '--output-path', tmp, '--force'], cwd=COLL)
+        tarballs = [f for f in os.listdir(tmp) if f.endswith('.tar.gz')]
+        if rc != 0 or not tarballs:
+            return 0, 1
+        passed += 1
+        inst = os.path.join(tmp, 'installed')
+        rc, _ = run(['ansible-galaxy', 'collection', 'install', '--no-deps', '--force', '-p', inst,
+                     os.path.join(tmp, tarballs[0])], extra_env={'ANSIBLE_COLLECTIONS_PATH': inst})
+        if rc != 0:
+            return passed, 1
+        passed += 1
+        kube_site = os.path.join(SITE)  # kubernetes.core comes from the venv (no Galaxy server)
+        paths = inst + os.pathsep + kube_site
+        for ptype, subdir, pattern in (('module', 'modules', r'^(\w+)\.py$'),
+                                       ('filter', 'filter', r'^(\w+)\.yml$')):
+            src = os.path.join(REPO, 'plugins', subdir)
+            expected = sorted(m.group(1) for f in (os.listdir(src) if os.path.isdir(src) else [])
+                              for m in [re.match(pattern, f)] if m)
+            rc, out = run(['ansible-doc', '-t', ptype, '-l', 'gpuops.gpu', '--json'], cwd=tmp,
+                          capture=True, extra_env={'ANSIBLE_COLLECTIONS_PATH': paths,
+                                                   'PYTHONPATH': ''})
+            listed = sorted(n.split('.')[-1] for n in re.findall(r'"(gpuops\.gpu\.\w+)"', out))
+            if rc == 0 and listed == expected:
+                passed += 1
+                log('ansible-doc -t %s lists %d plugin(s): %s' % (ptype, len(listed), ', '.join(listed) or '-'))
+            else:
+                failed += 1
+                log('ansible-doc -t %s listed %s, expected %s' % (ptype, listed, expected))
+    return passed, failed
+
+
+def stage_integration():
+    build = os.path.join(REPO, 'tests', 'testbed', 'build.sh')
+    if os.path.exists(build):
+        rc, _ = run(['bash', build])
+        if rc != 0:
+            return 0, 1
+    return run_pytest('tests/integration', ['--timeout', '900'])
+
+
+def stage_molecule():
+    scen = os.path.join(REPO, 'extensions', 'molecule')
+    names = sorted(d for d in os.listdir(scen) if os.path.isfile(os.path.join(scen, d, 'molecule.yml'))) \
+        if os.path.isdir(scen) else []
+    if not names:
+        return None
+    passed = failed = 0
+    for name in names:
+        rc, _ = run(['molecule', 'test', '-s', name], cwd=os.path.join(COLL, 'extensions'))
+        passed, failed = (passed + 1, failed) if rc == 0 else (passed, failed + 1)
+    return passed, failed
+
+
+def stage_demo():
+    demo = os.path.join(REPO, 'tests', 'testbed', 'demo.sh')
+    if not os.path.exists(demo):
+        log('make demo is not available yet: it needs the virtual GPU cluster (tests/testbed), '
+            'which has not landed. Nothing was started.')
+        return 0, 1
+    rc, _ = run(['bash', demo])
+    return (1, 0) if rc == 0 else (0, 1)
+
+
+STAGES = {'lint': stage_lint, 'sanity': stage_sanity, 'unit': stage_unit, 'package': stage_package,
+          'integration': stage_integration, 'molecule': stage_molecule, 'demo': stage_demo}
+
+
+def main(argv):
+    wanted = argv or ALL_STAGES
+    unknown = [s for s in wanted if s not in STAGES]
+    if unknown:
+        log('unknown stage(s): %s; choose from %s' % (', '.join(unknown), ', '.join(STAGES)))
+        return 2
+    os.makedirs(BUILD, exist_ok=True)
+    lay_out(COLL_ROOT)
+    results = []
+    for name in wanted:
+        log('\n==================== stage: %s ====================' % name)
+        start = time.monotonic()
+        try:
+            res = STAGES[name]()
+        except Exception as exc:  # a broken stage is a failed stage, never a silent pass
+            log('stage %s crashed: %r' % (name, exc))
+            res = (0, 1)
+        results.append((name, res, time.monotonic() - start))
+    log('\n==================== summary ====================')
+    total_p = total_f = total_s = 0
+    for name, res, secs in results:
+        if res is None:
+            log('%-12s no tests yet                               %7.1fs' % (name, secs))
+            continue
+        p, f, s = (tuple(res) + (0,))[:3]
+        total_p, total_f, total_s = total_p + p, total_f + f, total_s + s
+        log('%-12s %-6s %5d passed %4d failed %4d skipped %7.1fs'
+            % (name, 'FAILED' if f else 'ok', p, f, s, secs))
+    log('%d passed, %d failed, %d skipped' % (total_p, total_f, total_s))
+    return 1 if total_f or not total_p else 0
+
+
+if __name__ == '__main__':
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,104 @@
+#!/usr/bin/env bash
+# Builds the real parts of the virtual GPU cluster into a cache OUTSIDE the work tree:
+#   ${GPUOPS_CACHE:-$HOME/.cache/gpuops}/testbed/<key>/bin/
+#     etcd kube-apiserver kube-controller-manager kube-scheduler   (our wrappers, one go build)
+#     kwok                                                          (go install sigs.k8s.io/kwok)
+#     gpu-operator                                                  (NVIDIA/gpu-operator, via operator/go.mod)
+# <key> is derived from hack/versions.env, go.mod, go.sum, cmd/**.go and the Go version, so a
+# second run with nothing changed only checks that the binaries are there (seconds).
+# Prints the bin dir as the last line of stdout. Logs and timings go to stderr.
+#   --print-bin   print the bin dir for the current key and exit (no build)
+#   --force       rebuild even when binaries exist
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source=/dev/null
+source "$here/hack/versions.env"
+export GOTOOLCHAIN=local
+export CGO_ENABLED=0
+cache_root=${GPUOPS_CACHE:-$HOME/.cache/gpuops}/testbed
+
+force=0 print_only=0
+for a in "$@"; do
+  case "$a" in
+    --force) force=1 ;;
+    --print-bin) print_only=1 ;;
+    -h|--help) sed -n '2,12p' "$0"; exit 0 ;;
+    *) echo "unknown argument: $a" >&2; exit 2 ;;
+  esac
+done
+
+hash=$( { cat "$here/hack/versions.env" "$here/go.mod" "$here/go.sum" "$here/operator/go.mod" "$here/operator/go.sum"; \
+          find "$here/cmd" -name '*.go' -type f | LC_ALL=C sort | xargs cat; go env GOVERSION; } \
+        | sha256sum | cut -c1-10)
+key="k8s-${K8S_VERSION}_kwok-${KWOK_VERSION}_gpuop-${GPU_OPERATOR_RELEASE}_${hash}"
+dir="$cache_root/$key"
+bin="$dir/bin"
+if [ "$print_only" = 1 ]; then echo "$bin"; exit 0; fi
+mkdir -p "$bin"
+
+log() { printf '[build %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
+have() { [ "$force" = 0 ] && for f in "$@"; do [ -x "$bin/$f" ] || return 1; done; }
+t_all=$(date +%s)
+
+# 1. the four k8s/etcd wrappers, one go build so they share the build cache
+if have etcd kube-apiserver kube-controller-manager kube-scheduler; then
+  log "k8s ${K8S_VERSION} + etcd wrappers: cached"
+else
+  t=$(date +%s)
+  vpkgs="k8s.io/component-base/version k8s.io/client-go/pkg/version"
+  build_date=$(sed -n 's/.*"Time":"\([^"]*\)".*/\1/p' \
+    "$(go env GOMODCACHE)/cache/download/k8s.io/kubernetes/@v/${K8S_VERSION}.info" 2>/dev/null || true)
+  build_date=${build_date:-1970-01-01T00:00:00Z}
+  minor=${K8S_VERSION#v1.}; minor=${minor%%.*}
+  ld="-s -w"
+  for p in $vpkgs; do
+    ld="$ld -X $p.gitVersion=${K8S_VERSION} -X $p.gitMajor=1 -X $p.gitMinor=${minor}"
+    ld="$ld -X $p.gitTreeState=clean -X $p.buildDate=${build_date}"
+  done
+  log "building etcd kube-apiserver kube-controller-manager kube-scheduler (k8s ${K8S_VERSION})"
+  tmp=$(mktemp -d "$dir/.build.XXXXXX")
+  (cd "$here" && GOFLAGS=-mod=mod go build -trimpath -ldflags "$ld" -o "$tmp/" ./cmd/...)
+  for f in etcd kube-apiserver kube-controller-manager kube-scheduler; do mv -f "$tmp/$f" "$bin/$f"; done
+  rmdir "$tmp"
+  log "wrappers built in $(( $(date +%s) - t ))s"
+fi
+
+# 2. kwok, 3. gpu-operator: plain `go install pkg@version` into a temp GOBIN, then move.
+gobin_install() { # name pkg@version ldflags
+  local name=$1 pkgver=$2 ld=$3 t tmp
+  if have "$name"; then log "$name: cached"; return; fi
+  t=$(date +%s)
+  log "go install $pkgver"
+  tmp=$(mktemp -d "$dir/.build.XXXXXX")
+  (cd "$dir" && GOFLAGS= GOBIN="$tmp" go install -trimpath -ldflags "$ld" "$pkgver")
+  mv -f "$tmp/$name" "$bin/$name"; rmdir "$tmp"
+  log "$name built in $(( $(date +%s) - t ))s"
+}
+gobin_install kwok "sigs.k8s.io/kwok/cmd/kwok@${KWOK_VERSION}" "-s -w"
+# gpu-operator: built through our wrapper module operator/ (see hack/gen-operator-mod.sh for why
+# `go install ...@version` cannot be used), with the operator's own dependency versions.
+if have gpu-operator; then
+  log "gpu-operator: cached"
+else
+  t=$(date +%s)
+  log "building github.com/NVIDIA/gpu-operator/cmd/gpu-operator ${GPU_OPERATOR_RELEASE} (${GPU_OPERATOR_VERSION})"
+  tmp=$(mktemp -d "$dir/.build.XXXXXX")
+  (cd "$here/operator" && GOFLAGS=-mod=mod go build -trimpath \
+    -ldflags "-s -w -X github.com/NVIDIA/gpu-operator/internal/info.version=${GPU_OPERATOR_RELEASE} -X github.com/NVIDIA/gpu-operator/internal/info.gitCommit=${GPU_OPERATOR_VERSION##*-}" \
+    -o "$tmp/gpu-operator" github.com/NVIDIA/gpu-operator/cmd/gpu-operator)
+  mv -f "$tmp/gpu-operator" "$bin/gpu-operator"; rmdir "$tmp"
+  log "gpu-operator built in $(( $(date +%s) - t ))s"
+fi
+
+# 4. modules whose YAML (CRDs, kwok stages, operator assets) `testbed up` reads at run time
+if [ -f "$dir/assets.ok" ] && [ "$force" = 0 ]; then
+  log "asset modules: cached"
+else
+  t=$(date +%s)
+  "$here/hack/asset-modules.sh" download >/dev/null
+  touch "$dir/assets.ok"
+  log "asset modules downloaded in $(( $(date +%s) - t ))s"
+fi
+
+log "done in $(( $(date +%s) - t_all ))s: $bin"
+echo "$bin"

@@ -1,0 +1,13 @@
+"""Thin watch loops around the pure logic. One Agent subclass per simulated component."""
+
+from gpusim.agents.nodes import DevicePluginAgent, MigManagerAgent, NFDAgent
+from gpusim.agents.olm import OLMAgent
+from gpusim.agents.machineapi import MachineAPIAgent
+
+AGENTS = {
+    "nfd": NFDAgent,
+    "gfd": DevicePluginAgent,
+    "mig-manager": MigManagerAgent,
+    "olm": OLMAgent,
+    "machine-api": MachineAPIAgent,
+}

@@ -1,0 +1,329 @@
+"""Node agents: NFD worker, device plugin + GFD, mig-manager."""
+
+import time
+
+from gpusim import contract as C
+from gpusim import deviceplugin
+from gpusim import kube as K
+from gpusim import mig
+from gpusim import migparted
+from gpusim import nfd
+from gpusim.controller import Agent
+from gpusim.informer import DELETED
+
+TERMINAL = ("Succeeded", "Failed")
+
+
+def patch_node(ctx, name, metadata=None, status=None):
+    if metadata:
+        obj = ctx.kube.merge_patch(K.NODES, name, {"metadata": metadata})
+        ctx.nodes().update_local(obj)
+    if status:
+        obj = ctx.kube.merge_patch(K.NODES, name, {"status": status}, subresource="status")
+        ctx.nodes().update_local(obj)
+
+
+def node_event(ctx, node, etype, reason, message, component):
+    ref = {"apiVersion": "v1", "kind": "Node",
+           "metadata": {"name": node["metadata"]["name"], "uid": node["metadata"].get("uid")}}
+    ctx.kube.event(ref, etype, reason, message, component)
+
+
+def gpu_product(ctx, node):
+    name, count = C.node_product_and_count(node, ctx.cfg.get("default_gpus", 8))
+    if not name:
+        return None, 0
+    return ctx.catalog.product(name), count
+
+
+def gpu_pods_on_node(ctx, node_name):
+    """Names of non-terminal pods on the node that request GPU resources."""
+    out = []
+    for p in ctx.pods().by_index("node", node_name):
+        if p["status"].get("phase") in TERMINAL:
+            continue
+        if any(C.is_gpu_resource(r) for r in p.get("resources") or ()):
+            out.append("%s/%s" % (p["metadata"]["namespace"], p["metadata"]["name"]))
+    return out
+
+
+def device_plugin_pod_uid(ctx, node_name):
+    app_key, app_val = C.DP_POD_LABEL
+    pods = [p for p in ctx.pods().by_index("node", node_name)
+            if (p["metadata"].get("labels") or {}).get(app_key) == app_val
+            and not p["metadata"].get("deletionTimestamp")
+            and p["status"].get("phase") not in TERMINAL]
+    if not pods:
+        return ""
+    pods.sort(key=lambda p: (p["metadata"].get("creationTimestamp") or "", p["metadata"]["uid"]))
+    return pods[-1]["metadata"]["uid"]
+
+
+class _NodeAgent(Agent):
+    workers = 4
+
+    def enqueue_all_nodes(self, *_args):
+        for key in self.ctx.nodes().keys():
+            self.queue.add(key)
+
+    def _on_node(self, etype, obj, old):
+        if etype == DELETED:
+            self.node_deleted(obj["metadata"]["name"])
+            return
+        if self.relevant(obj, old):
+            self.queue.add(obj["metadata"]["name"])
+
+    def relevant(self, obj, old):
+        return True
+
+    def node_deleted(self, name):
+        pass
+
+    def ready(self, timeout=60):
+        return self.ctx.nodes().wait_synced(timeout)
+
+
+class NFDAgent(_NodeAgent):
+    """nfd-worker: feature.node.kubernetes.io labels (pci-10de.present on GPU nodes, OS, kernel)."""
+
+    name = "nfd"
+
+    def setup(self):
+        self.nfd_crs = []
+        if self.cfg["nfd"] == "on-cr":
+            for res in (K.NFD_OPENSHIFT, K.NFD_K8S):
+                inf = self.ctx.informer(res)
+                inf.add_handler(self.enqueue_all_nodes)
+                self.nfd_crs.append(inf)
+        self.ctx.nodes().add_handler(self._on_node)
+
+    def relevant(self, obj, old):
+        if old is None:
+            return True
+        return (C.node_labels(obj) != C.node_labels(old)
+                or C.node_annotations(obj).get(C.ANN_PRODUCT)
+                != C.node_annotations(old).get(C.ANN_PRODUCT))
+
+    def active(self):
+        if self.cfg["nfd"] == "always":
+            return True
+        return any(inf.items() for inf in self.nfd_crs)
+
+    def reconcile(self, name):
+        node = self.ctx.nodes().get(name)
+        if node is None or not self.active():
+            return
+        product, count = gpu_product(self.ctx, node)
+        is_gpu = product is not None and count > 0
+        patch = nfd.label_patch(C.node_labels(node), is_gpu, self.cfg["os"])
+        if patch:
+            patch_node(self.ctx, name, metadata={"labels": patch})
+
+
+class DevicePluginAgent(_NodeAgent):
+    """NVIDIA device plugin + GPU feature discovery (+ config-manager sidecars)."""
+
+    name = "gfd"
+
+    def setup(self):
+        self.ctx.clusterpolicies().add_handler(self.enqueue_all_nodes)
+        self.ctx.configmaps().add_handler(self._on_configmap)
+        self.ctx.pods().add_handler(self._on_pod)
+        self.ctx.nodes().add_handler(self._on_node)
+
+    def ready(self, timeout=60):
+        end = time.monotonic() + timeout
+        for inf in (self.ctx.nodes(), self.ctx.pods(), self.ctx.configmaps(),
+                    self.ctx.clusterpolicies()):
+            if not inf.wait_synced(max(0.1, end - time.monotonic())):
+                return False
+        return True
+
+    def relevant(self, obj, old):
+        if old is None:
+            return True
+        return (C.node_labels(obj) != C.node_labels(old)
+                or C.node_annotations(obj) != C.node_annotations(old)
+                or (obj.get("status") or {}).get("capacity") != (old.get("status") or {}).get("capacity")
+                or (obj.get("status") or {}).get("allocatable")
+                != (old.get("status") or {}).get("allocatable"))
+
+    def _on_configmap(self, etype, obj, old):
+        # Content changes are NOT picked up by a running plugin, but a crash-looping plugin
+        # (missing ConfigMap/key, bad content) re-reads at its next restart: re-check nodes.
+        self.enqueue_all_nodes()
+
+    def _on_pod(self, etype, obj, old):
+        labels = obj["metadata"].get("labels") or {}
+        if labels.get(C.DP_POD_LABEL[0]) != C.DP_POD_LABEL[1]:
+            return
+        node = obj["spec"].get("nodeName")
+        if node and (old is None or etype == DELETED
+                     or old["metadata"].get("deletionTimestamp") != obj["metadata"].get("deletionTimestamp")
+                     or old["status"].get("phase") != obj["status"].get("phase")):
+            self.queue.add(node)
+
+    def reconcile(self, name):
+        node = self.ctx.nodes().get(name)
+        if node is None:
+            return
+        product, _count = gpu_product(self.ctx, node)
+        if product is None:
+            pname, _ = C.node_product_and_count(node)
+            if pname and C.node_annotations(node).get(C.ANN_DP_ERROR) is None:
+                patch_node(self.ctx, name, metadata={"annotations": {
+                    C.ANN_DP_ERROR: "unknown GPU product %r (not in mig_catalog)" % pname}})
+            return
+        cp = self.ctx.cluster_policy()
+        _s, cm_name, _d, _e, _g = deviceplugin.cp_settings(cp, self.cfg)
+        cm = self.ctx.operator_configmap(cm_name)
+        plan = deviceplugin.reconcile(node, product, cp, cm, device_plugin_pod_uid(self.ctx, name),
+                                      self.cfg)
+        if plan.empty():
+            return
+        self.log.debug("%s: %r", name, plan)
+        patch_node(self.ctx, name, metadata=plan.metadata, status=plan.status)
+        for etype, reason, message in plan.events:
+            node_event(self.ctx, node, etype, reason, message, "nvidia-device-plugin")
+        if plan.error:
+            self.log.info("%s: device plugin failing: %s", name, plan.error)
+
+
+class MigManagerAgent(_NodeAgent):
+    """nvidia-mig-manager: nvidia.com/mig.config -> mig.config.state, geometry, deploy labels."""
+
+    name = "mig-manager"
+
+    def setup(self):
+        self.handled = {}     # node -> label value processed by the (simulated) running pod
+        self.jobs = {}        # node -> {"value", "spec", "due", "source"}
+        self.waiting = {}     # node -> value waiting for a missing ConfigMap
+        self.ctx.clusterpolicies().add_handler(self._on_cp)
+        self.ctx.configmaps().add_handler(self._on_configmap)
+        self.ctx.pods()  # GPU pods block a reconfiguration
+        self.ctx.nodes().add_handler(self._on_node)
+
+    def ready(self, timeout=60):
+        end = time.monotonic() + timeout
+        for inf in (self.ctx.nodes(), self.ctx.pods(), self.ctx.configmaps(),
+                    self.ctx.clusterpolicies()):
+            if not inf.wait_synced(max(0.1, end - time.monotonic())):
+                return False
+        return True
+
+    def _on_cp(self, etype, obj, old):
+        self.enqueue_all_nodes()
+
+    def _on_configmap(self, etype, obj, old):
+        if etype in ("ADDED", "SYNC"):
+            for name in list(self.waiting):
+                self.queue.add(name)
+
+    def relevant(self, obj, old):
+        if old is None:
+            return True
+        lo, ln = C.node_labels(old), C.node_labels(obj)
+        ao, an = C.node_annotations(old), C.node_annotations(obj)
+        return (lo.get(C.L_MIG_CONFIG) != ln.get(C.L_MIG_CONFIG)
+                or lo.get(C.L_DEPLOY_MIG) != ln.get(C.L_DEPLOY_MIG)
+                or ao.get(C.ANN_INJECT) != an.get(C.ANN_INJECT)
+                or ao.get(C.ANN_PRODUCT) != an.get(C.ANN_PRODUCT))
+
+    def node_deleted(self, name):
+        self.handled.pop(name, None)
+        self.jobs.pop(name, None)
+        self.waiting.pop(name, None)
+
+    def _runs(self, node, cp):
+        enabled = True
+        if cp is not None:
+            enabled = ((cp.get("spec") or {}).get("migManager") or {}).get("enabled", True) is not False
+        return deviceplugin.component_runs(self.cfg["mig_manager"], cp is not None,
+                                           C.node_labels(node).get(C.L_DEPLOY_MIG), enabled)
+
+    def _delay(self, node):
+        delay = float(self.cfg["mig_reconfigure_seconds"])
+        raw = C.node_annotations(node).get(C.ANN_RECONFIGURE_SECONDS)
+        if raw:
+            try:
+                delay = max(0.0, float(raw))
+            except ValueError:
+                self.log.warning("%s: bad %s=%r", node["metadata"]["name"],
+                                 C.ANN_RECONFIGURE_SECONDS, raw)
+        if C.INJECT_SLOW in C.injections(node):
+            delay *= float(self.cfg["slow_factor"])
+        return delay
+
+    def _apply(self, node, step):
+        name = node["metadata"]["name"]
+        md = step.metadata_patch()
+        if md:
+            patch_node(self.ctx, name, metadata=md)
+        if step.event:
+            node_event(self.ctx, node, step.event[0], step.event[1], step.event[2],
+                       "nvidia-mig-manager")
+        self.log.info("%s: %s=%s%s", name, C.L_MIG_STATE, step.state,
+                      (" (%s)" % step.error) if step.error else "")
+
+    def reconcile(self, name):
+        node = self.ctx.nodes().get(name)
+        if node is None:
+            self.node_deleted(name)
+            return
+        product, gpus = gpu_product(self.ctx, node)
+        if product is None or not product.get("mig_capable") or gpus <= 0:
+            return
+        job = self.jobs.get(name)
+        if job is not None:
+            self._continue(node, product, gpus, job)
+            return
+        cp = self.ctx.cluster_policy()
+        if not self._runs(node, cp):
+            self.handled.pop(name, None)  # a new mig-manager pod re-reads the label
+            return
+        value = C.node_labels(node).get(C.L_MIG_CONFIG)
+        if not value:
+            # k8s-mig-manager's informer hands every label change to its loop; an empty value is
+            # "no config" there, so removing and re-setting the same value applies it again.
+            self.handled.pop(name, None)
+            return
+        if self.handled.get(name) == value:
+            return
+        try:
+            source, spec = mig.resolve_spec(cp, self.ctx.operator_configmaps(), product, self.cfg)
+        except mig.MissingConfigMap as exc:
+            if self.waiting.get(name) != value:
+                self.waiting[name] = value
+                node_event(self.ctx, node, "Warning", "MigManagerWaiting",
+                           "%s: mig-manager cannot start" % exc, "nvidia-mig-manager")
+                self.log.info("%s: waiting: %s", name, exc)
+            return
+        except migparted.MigPartedError as exc:
+            source, spec = "configmap", exc
+        self.waiting.pop(name, None)
+        step = mig.begin(node, product, spec, value, gpus)
+        self._apply(node, step)
+        if step.state == "pending":
+            delay = self._delay(node)
+            self.jobs[name] = {"value": value, "spec": spec, "due": time.monotonic() + delay,
+                               "source": source}
+            self.queue.add_after(name, delay)
+        else:
+            self.handled[name] = value
+
+    def _continue(self, node, product, gpus, job):
+        name = node["metadata"]["name"]
+        inject = C.injections(node)
+        if C.INJECT_STUCK in inject:
+            self.queue.add_after(name, 1.0)  # stays pending while the injection is there
+            return
+        left = job["due"] - time.monotonic()
+        if left > 0:
+            self.queue.add_after(name, left)
+            return
+        step = mig.finish(node, product, job["spec"], job["value"], gpus,
+                          gpu_pods_on_node(self.ctx, name), C.INJECT_FAIL in inject)
+        self._apply(node, step)
+        self.jobs.pop(name, None)
+        self.handled[name] = job["value"]
+        self.queue.add(name)  # the label may have changed meanwhile

@@ -1,0 +1,125 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, gpuops.gpu contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Tests for the MIG filters (plugins/filter/mig.py) and their sidecar docs."""
+
+from __future__ import (absolute_import, division, print_function)
+__metaclass__ = type
+
+import os
+
+import pytest
+import yaml
+
+from ansible.errors import AnsibleFilterError
+
+from ansible_collections.gpuops.gpu.plugins.filter import mig as mig_filters
+
+FILTERS = mig_filters.FilterModule().filters()
+A100 = 'NVIDIA-A100-SXM4-40GB'
+DOC_DIR = os.path.dirname(mig_filters.__file__)
+
+
+def test_filter_names():
+    assert sorted(FILTERS) == ['mig_capacity', 'mig_geometry_errors', 'mig_parted_errors', 'mig_profiles']
+
+
+def test_mig_geometry_errors():
+    assert FILTERS['mig_geometry_errors']({'1g.5gb': 2, '2g.10gb': 1, '3g.20gb': 1}, A100) == []
+    errors = FILTERS['mig_geometry_errors']({'2g.5gb': 1}, A100)
+    assert errors == ["profile '2g.5gb' is not valid for A100-SXM4-40GB; valid: 1g.5gb, 1g.5gb+me, 1g.10gb, "
+                      "2g.10gb, 3g.20gb, 4g.20gb, 7g.40gb"]
+
+
+def test_mig_geometry_errors_overrides_keyword():
+    overrides = {'A100-SXM4-40GB': {'renames': {'7g.40gb': '7g.39gb'}}}
+    assert FILTERS['mig_geometry_errors']({'7g.39gb': 1}, A100, overrides=overrides) == []
+
+
+def test_mig_capacity():
+    assert FILTERS['mig_capacity']({'1g.5gb': 2, '2g.10gb': 1, '3g.20gb': 1}, A100, strategy='mixed', gpus=8) == {
+        'nvidia.com/mig-1g.5gb': 16, 'nvidia.com/mig-2g.10gb': 8, 'nvidia.com/mig-3g.20gb': 8}
+    assert FILTERS['mig_capacity']({'1g.5gb+me': 1}, A100) == {'nvidia.com/mig-1g.5gb.me': 1}
+    assert FILTERS['mig_capacity']({'1g.5gb': 7}, A100, 'single', 2) == {'nvidia.com/gpu': 14}
+    assert FILTERS['mig_capacity']({}, 'Tesla-T4', gpus=4) == {'nvidia.com/gpu': 4}
+
+
+@pytest.mark.parametrize('args,kwargs,fragment', [
+    (({'1g.5gb': 2, '2g.10gb': 1}, A100), {'strategy': 'single'}, "strategy 'single' needs one MIG profile"),
+    (({'3g.20gb': 2, '1g.5gb': 1}, A100), {}, 'does not fit on one A100-SXM4-40GB'),
+    (({}, 'V100'), {}, "unknown GPU product 'V100'"),
+    (({}, A100), {'gpus': 0}, 'gpus must be a positive integer'),
+])
+def test_mig_capacity_errors_are_filter_errors(args, kwargs, fragment):
+    with pytest.raises(AnsibleFilterError) as exc:
+        FILTERS['mig_capacity'](*args, **kwargs)
+    assert fragment in str(exc.value)
+
+
+def test_mig_profiles():
+    entry = FILTERS['mig_profiles'](A100)
+    assert entry['product'] == 'A100-SXM4-40GB'
+    assert entry['profiles']['3g.20gb'] == {'gi_id': 9, 'size': 4, 'placements': [0, 4], 'max': 2,
+                                            'compute_slices': 3, 'memory_mib': 19968}
+    assert FILTERS['mig_profiles']('Tesla-T4')['mig_capable'] is False
+    assert FILTERS['mig_profiles']('NVIDIA-A100-SXM4-40GB-MIG-1g.5gb-SHARED')['product'] == 'A100-SXM4-40GB'
+
+
+def test_mig_profiles_overrides():
+    entry = FILTERS['mig_profiles']('NVIDIA-A40', overrides={'NVIDIA-A40': {'memory_mib': 46068}})
+    assert entry['memory_mib'] == 46068 and entry['mig_capable'] is False
+
+
+@pytest.mark.parametrize('product,overrides,fragment', [
+    ('NVIDIA-V100', None, "unknown GPU product 'NVIDIA-V100'; known: A10, "),
+    (None, None, 'GPU product must be a string'),
+    (A100, {'A100-SXM4-40GB': {'bogus': 1}}, 'unknown key(s) bogus'),
+])
+def test_mig_profiles_errors(product, overrides, fragment):
+    with pytest.raises(AnsibleFilterError) as exc:
+        FILTERS['mig_profiles'](product, overrides=overrides)
+    assert fragment in str(exc.value)
+
+
+def test_mig_parted_errors():
+    doc = {'version': 'v1', 'mig-configs': {
+        'good': [{'devices': 'all', 'mig-enabled': True, 'mig-devices': {'1g.5gb': 7}}],
+        'bad': [{'devices': 'all', 'mig-enabled': True, 'mig-devices': {'3g.20gb': 3}}],
+    }}
+    assert FILTERS['mig_parted_errors'](doc, {'good': [A100]}) == []
+    assert FILTERS['mig_parted_errors'](doc, {'bad': [A100]}) == [
+        'mig-configs.bad[0].mig-devices on A100-SXM4-40GB: 3g.20gb: 3 requested, at most 2 fit on one '
+        'A100-SXM4-40GB']
+    assert FILTERS['mig_parted_errors']({'version': 'v1'}) == [
+        "'mig-configs' must be a non-empty mapping of config name -> entries"]
+
+
+# --- sidecar documentation -------------------------------------------------------
+
+@pytest.mark.parametrize('name', sorted(FILTERS))
+def test_sidecar_docs(name):
+    with open(os.path.join(DOC_DIR, name + '.yml')) as handle:
+        docs = yaml.safe_load(handle)
+    documentation = docs['DOCUMENTATION']
+    assert documentation['name'] == name
+    assert documentation['short_description']
+    assert documentation['options']['_input']['required'] is True
+    positional = [p.strip() for p in documentation['positional'].split(',')]
+    assert positional[0] == '_input' and all(p in documentation['options'] for p in positional)
+    assert 'gpuops.gpu.' + name in docs['EXAMPLES']
+    assert '_value' in docs['RETURN']
+    assert all(isinstance(text, str) for text in _descriptions(docs)), 'a description parsed as non-text'
+
+
+def _descriptions(node):
+    """Every description line in a doc tree (a stray ': ' in YAML turns one into a mapping)."""
+    if isinstance(node, dict):
+        for key, value in node.items():
+            if key == 'description':
+                yield from (value if isinstance(value, list) else [value])
+            else:
+                yield from _descriptions(value)
+    elif isinstance(node, list):
+        for item in node:
+            yield from _descriptions(item)

@@ -1,0 +1,90 @@
+"""Builders shared by the gpusim unit tests."""
+import copy
+import json
+
+from gpusim import config as config_mod
+from gpusim import contract as C
+from gpusim.catalog import Catalog
+
+CATALOG = Catalog()
+
+
+def product(name):
+    p = CATALOG.product(name)
+    assert p is not None, name
+    return p
+
+
+def cfg(**sim):
+    return config_mod.load(json.dumps({"simulation": sim}) if sim else None)
+
+
+def node(name="gpu-0", product_name="NVIDIA-A100-SXM4-40GB", gpus=8, labels=None,
+         annotations=None, capacity=None, allocatable=None):
+    ann = {C.ANN_KWOK: "fake"}
+    if product_name:
+        ann[C.ANN_PRODUCT] = product_name
+        ann[C.ANN_GPUS] = str(gpus)
+    ann.update(annotations or {})
+    cap = {"cpu": "96", "memory": "1Ti", "pods": "250"}
+    cap.update(capacity or {})
+    alloc = copy.deepcopy(cap) if allocatable is None else dict(allocatable)
+    return {"metadata": {"name": name, "uid": "uid-" + name, "labels": dict(labels or {}),
+                         "annotations": ann, "resourceVersion": "1"},
+            "status": {"capacity": cap, "allocatable": alloc}}
+
+
+def apply_plan(n, plan):
+    """Apply a deviceplugin.Plan (merge patches) to a node dict, like the API server would."""
+    n = copy.deepcopy(n)
+    md = n["metadata"]
+    for section in ("labels", "annotations"):
+        for k, v in (plan.metadata.get(section) or {}).items():
+            if v is None:
+                md.setdefault(section, {}).pop(k, None)
+            else:
+                md.setdefault(section, {})[k] = v
+    for section in ("capacity", "allocatable"):
+        for k, v in (plan.status.get(section) or {}).items():
+            if v is None:
+                n["status"][section].pop(k, None)
+            else:
+                n["status"][section][k] = v
+    return n
+
+
+def apply_step(n, step):
+    n = copy.deepcopy(n)
+    md = n["metadata"]
+    for section, patch in (("labels", step.labels), ("annotations", step.annotations)):
+        for k, v in patch.items():
+            if v is None:
+                md.setdefault(section, {}).pop(k, None)
+            else:
+                md.setdefault(section, {})[k] = v
+    return n
+
+
+def cluster_policy(strategy="single", dp_config=None, dp_default="", mig_config=None, **extra):
+    spec = {"mig": {"strategy": strategy},
+            "devicePlugin": {"enabled": True, "config": {"name": dp_config or "",
+                                                         "default": dp_default}},
+            "gfd": {"enabled": True}, "migManager": {"enabled": True}}
+    if mig_config:
+        spec["migManager"]["config"] = {"name": mig_config}
+    spec.update(extra)
+    return {"apiVersion": "nvidia.com/v1", "kind": "ClusterPolicy",
+            "metadata": {"name": "gpu-cluster-policy"}, "spec": spec}
+
+
+def configmap(name, data):
+    return {"metadata": {"name": name, "namespace": "gpu-operator"}, "data": data}
+
+
+TS_CONFIG = """version: v1
+sharing:
+  timeSlicing:
+    resources:
+    - name: nvidia.com/gpu
+      replicas: 4
+"""

@@ -1,0 +1,68 @@
+"""Device-plugin config parsing (gpusim.sharing) — k8s-device-plugin v0.20 semantics."""
+import pytest
+from gpusim import sharing
+from gpusim_util import TS_CONFIG
+
+
+def test_time_slicing():
+    c = sharing.parse(TS_CONFIG)
+    assert c["strategy"] == "time-slicing"
+    assert c["resources"] == [{"name": "nvidia.com/gpu", "replicas": 4, "rename": ""}]
+    assert c["fail_requests_greater_than_one"] is False
+
+
+def test_short_names_get_prefix_and_rename_by_default():
+    c = sharing.parse("""sharing:
+  timeSlicing:
+    renameByDefault: true
+    resources: [{name: gpu, replicas: 2}, {name: mig-1g.5gb, replicas: 3, rename: custom}]
+""")
+    assert [r["name"] for r in c["resources"]] == ["nvidia.com/gpu", "nvidia.com/mig-1g.5gb"]
+    # rename is ignored by the plugin; renameByDefault gives <name>.shared
+    assert [r["rename"] for r in c["resources"]] == ["nvidia.com/gpu.shared",
+                                                    "nvidia.com/mig-1g.5gb.shared"]
+
+
+def test_rename_without_rename_by_default_is_ignored():
+    c = sharing.parse("""version: v1
+sharing: {timeSlicing: {resources: [{name: nvidia.com/gpu, replicas: 2, rename: other}]}}""")
+    assert c["resources"][0]["rename"] == ""
+
+
+def test_mps_wins_and_forces_fail_requests():
+    c = sharing.parse("""version: v1
+sharing:
+  timeSlicing: {resources: [{name: nvidia.com/gpu, replicas: 8}]}
+  mps: {resources: [{name: nvidia.com/gpu, replicas: 4}]}
+""")
+    assert c["strategy"] == "mps"
+    assert c["resources"][0]["replicas"] == 4
+    assert c["fail_requests_greater_than_one"] is True
+
+
+@pytest.mark.parametrize("text, msg", [
+    ("version: v2", "unknown version"),
+    ("sharing: {timeSlicing: {}}", "no resources specified"),
+    ("sharing: {timeSlicing: {resources: []}}", "no resources specified"),
+    ("sharing: {timeSlicing: {resources: [{name: nvidia.com/gpu, replicas: 1}]}}", ">= 2"),
+    ("sharing: {timeSlicing: {resources: [{name: nvidia.com/gpu}]}}", "no replicas"),
+    ("sharing: {timeSlicing: {resources: [{replicas: 2}]}}", "no resource name"),
+    ("sharing: {timeSlicing: {resources: [{name: nvidia.com/GPU_X, replicas: 2}]}}",
+     "incorrect format"),
+    ("sharing: {timeSlicing: {resources: [{name: nvidia.com/gpu, replicas: 2, devices: some}]}}",
+     "only valid string"),
+    ("sharing: {timeSlicing: {resources: [{name: nvidia.com/gpu, replicas: 2, devices: 0}]}}",
+     "must be > 0"),
+    ("sharing: {timeSlicing: {resources: [{name: nvidia.com/gpu, replicas: two}]}}", "integer"),
+    ("[1, 2]", "not a mapping"),
+    ("a: b: c", "unmarshal error"),
+])
+def test_invalid(text, msg):
+    with pytest.raises(sharing.SharingConfigError) as exc:
+        sharing.parse(text)
+    assert msg in str(exc.value)
+
+
+def test_empty_and_flags_only():
+    assert sharing.parse("") == sharing.empty_config()
+    assert sharing.parse("version: v1\nflags: {migStrategy: mixed}")["strategy"] == "none"
