@@ -241,13 +241,47 @@ def stage_molecule():
     return passed, failed
 
 
+def demo_cluster_policy(kubeconfig):
+    """Until the install roles land: the ClusterPolicy NVIDIA ships as the OLM example (read from
+    the gpu-operator Go module), reconciled by the real operator to ready, as after an install."""
+    from kubernetes import client, config
+    sys.path.insert(0, os.path.join(REPO, 'tests', 'integration'))
+    from cluster_policy_example import clusterpolicy_example
+    policy = clusterpolicy_example()
+    api = client.CustomObjectsApi(config.new_client_from_config(config_file=kubeconfig))
+    api.create_cluster_custom_object('nvidia.com', 'v1', 'clusterpolicies', policy)
+    log('created ClusterPolicy gpu-cluster-policy (the operator\'s OLM example); waiting for state ready')
+    for _attempt in range(180):
+        state = (api.get_cluster_custom_object('nvidia.com', 'v1', 'clusterpolicies', 'gpu-cluster-policy')
+                 .get('status') or {}).get('state')
+        if state == 'ready':
+            log('ClusterPolicy is ready')
+            return
+        time.sleep(1)
+    raise RuntimeError('ClusterPolicy did not become ready (state %s)' % state)
+
+
 def stage_demo():
-    demo = os.path.join(REPO, 'tests', 'testbed', 'demo.sh')
-    if not os.path.exists(demo):
-        log('make demo is not available yet: it needs the virtual GPU cluster (tests/testbed), '
-            'which has not landed. Nothing was started.')
+    """Virtual GPU cluster → playbooks/site.yml (fleet table before and after) → cluster down
+    (DEMO_KEEP=1 leaves it running and prints how to reach it)."""
+    testbed = [sys.executable, os.path.join(REPO, 'tests', 'testbed', 'testbed'), '--name', 'demo']
+    rc, out = run(testbed + ['up'], capture=True)
+    if rc != 0:
         return 0, 1
-    rc, _ = run(['bash', demo])
+    kubeconfig = out.strip().splitlines()[-1]
+    try:
+        demo_cluster_policy(kubeconfig)
+        rc, _ = run(['ansible-playbook', os.path.join(COLL, 'playbooks', 'site.yml'),
+                     '-e', '@' + os.path.join(COLL, 'playbooks', 'vars', 'demo.yml')],
+                    extra_env={'K8S_AUTH_KUBECONFIG': kubeconfig, 'ANSIBLE_STDOUT_CALLBACK': 'ansible.builtin.default',
+                               'ANSIBLE_CALLBACK_RESULT_FORMAT': 'yaml', 'ANSIBLE_LOCALHOST_WARNING': 'false',
+                               'ANSIBLE_INVENTORY_UNPARSED_WARNING': 'false'})
+    finally:
+        if os.environ.get('DEMO_KEEP') == '1':
+            log('\nThe virtual GPU cluster is still running: export KUBECONFIG=%s\n'
+                'Stop it with: %s down' % (kubeconfig, ' '.join(testbed)))
+        else:
+            run(testbed + ['down'])
     return (1, 0) if rc == 0 else (0, 1)
 
 

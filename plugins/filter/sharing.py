@@ -2,11 +2,12 @@
 # Copyright: (c) 2026, gpuops.gpu contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""Filters for GPU sharing: validate a device-plugin config, predict capacity, merge tolerations.
+"""Filters for GPU sharing: validate a device-plugin config or named profiles, render the
+device-plugin ConfigMap data, predict capacity, merge tolerations.
 
 Thin wrappers: the logic lives in module_utils.sharing_config and module_utils.tolerations.
-Documentation is in the sidecar files sharing_config_errors.yml, sharing_capacity.yml and
-merge_tolerations.yml.
+Documentation is in the sidecar files sharing_config_errors.yml, sharing_profile_errors.yml,
+sharing_profiles_data.yml, sharing_capacity.yml and merge_tolerations.yml.
 """
 
 from __future__ import (absolute_import, division, print_function)
@@ -21,6 +22,23 @@ def sharing_config_errors(config, mig_strategy=None, compute_capability=None):
     """List of problems in a device-plugin sharing config ([] when valid)."""
     return sharing_config.sharing_config_errors(config, mig_strategy=mig_strategy,
                                                 compute_capability=compute_capability)
+
+
+def sharing_profile_errors(profiles, mig_strategy=None, default=None, reserved=('none', 'default')):
+    """List of problems in named profiles {name: config} ([] when valid)."""
+    errors = sharing_config.profile_errors(profiles, mig_strategy=mig_strategy, default=default or None)
+    if isinstance(profiles, dict):
+        errors.extend("profile name '%s' is reserved (none = unshared, default = follow the default profile); "
+                      "name the profile differently" % name for name in sorted(profiles, key=str) if name in reserved)
+    return errors
+
+
+def sharing_profiles_data(profiles, mig_strategy=None):
+    """The device-plugin ConfigMap data: {profile name: YAML text}, byte-identical on every run."""
+    try:
+        return sharing_config.render_profiles(profiles, mig_strategy=mig_strategy)
+    except ValueError as exc:
+        raise AnsibleFilterError('sharing_profiles_data: %s' % exc)
 
 
 def sharing_capacity(config, gpus=None, strategy=None, mig_resources=None):
@@ -45,6 +63,8 @@ class FilterModule(object):
     def filters(self):
         return {
             'sharing_config_errors': sharing_config_errors,
+            'sharing_profile_errors': sharing_profile_errors,
+            'sharing_profiles_data': sharing_profiles_data,
             'sharing_capacity': sharing_capacity,
             'merge_tolerations': merge_tolerations,
         }

@@ -4,8 +4,16 @@
 """The node rollout engine: cordon → evict GPU pods (PDB-aware) → label → wait → verify →
 uncordon, batch by batch, resumable through annotations on the nodes.
 
-One engine for every label-driven GPU change; a *kind* object (mig_target.MigKind, ...) answers the
-questions that differ (validate, needs_label, label_patch, progress, expected_allocatable).
+One engine for every label-driven GPU change; a *kind* object (mig_target.MigKind,
+sharing_target.SharingKind) answers the questions that differ (at_target, needs_label, label_patch,
+clear_patch, progress, expected_allocatable). Optional kind hooks, absent on MigKind:
+
+- ``restart(node, value)`` -> None or {'namespace', 'selector', 'annotations'}: pods on the node to
+  delete after the label step (e.g. the device plugin, which does not watch its ConfigMap), then the
+  node annotations to record; the wait step first waits for their replacements to be Running/Ready;
+- ``describe(node, value)`` -> extra fields for the check-mode plan entry;
+- ``cycle_same_value`` (default True): re-set a label that already has the value by removing it
+  first (the MIG manager only acts on a change).
 
 Safety rules (ARCHITECTURE.md §8):
 - no node is relabelled while a GPU pod still runs on it; eviction goes through the Eviction API
@@ -41,6 +49,21 @@ ANN_UPDATED = ANN + 'rollout-updated'
 MARKERS = (ANN_TARGET, ANN_PHASE, ANN_REASON, ANN_CORDONED, ANN_UPDATED)
 EVENT_SOURCE = 'gpuops.gpu'
 CLEAR_PAUSE = 2.0  # seconds between removing a label and setting it again (a retry)
+
+
+try:
+    from urllib3.exceptions import HTTPError as _Urllib3Error
+    TRANSIENT_ERRORS = (_Urllib3Error, ConnectionError, OSError)
+except ImportError:  # pragma: no cover
+    TRANSIENT_ERRORS = (ConnectionError, OSError)
+
+
+class _Retry(Exception):
+    """A step hit a conflict or a transient API error: re-read and retry on the next tick."""
+
+
+def _transient(exc):
+    return getattr(exc, 'status', None) in (0, 429, 500, 502, 503, 504) or getattr(exc, 'status', None) is None
 
 
 class RolloutFailed(Exception):
@@ -196,6 +219,9 @@ class NodeRollout(object):
                     'pods_to_evict': ['%s/%s' % (p['metadata']['namespace'], p['metadata']['name']) for p in evict],
                     'blocking_pdbs': sorted(set(b for p in evict for b in self.blocking_pdbs(p, pdbs))),
                 })
+                describe = getattr(self.kind, 'describe', None)
+                if describe is not None:
+                    entries[-1].update(describe(node, work[name]))
             plan.append({'batch': index + 1, 'nodes': entries})
         return plan
 
@@ -208,17 +234,32 @@ class NodeRollout(object):
             states[name] = {'node': name, 'to': work[name], 'phase': 'cordon', 'started': time.monotonic(),
                             'evicted': [], 'cycled': False, 'changed': False, 'detail': ''}
         deadline_for = {}
+        outage_since = None
         while any(s['phase'] not in ('done', 'failed') for s in states.values()):
-            for name, st in states.items():
-                if st['phase'] in ('done', 'failed'):
-                    continue
-                node = self.get_node(name)
-                try:
-                    self.step(node, st, deadline_for)
-                except ApiException as exc:
-                    if exc.status in (409,):  # conflict: re-read and retry next tick
+            try:
+                for name, st in states.items():
+                    if st['phase'] in ('done', 'failed'):
                         continue
-                    self.fail(node, st, 'API error %s %s: %s' % (exc.status, exc.reason, (exc.body or '')[:300]))
+                    node = self.get_node(name)
+                    try:
+                        self.step(node, st, deadline_for)
+                    except ApiException as exc:
+                        if exc.status == 409 or _transient(exc):
+                            raise _Retry(exc)
+                        self.fail(node, st, 'API error %s %s: %s' % (exc.status, exc.reason, (exc.body or '')[:300]))
+                outage_since = None
+            except (_Retry, ApiException) + TRANSIENT_ERRORS as exc:
+                cause = exc.args[0] if isinstance(exc, _Retry) else exc
+                if isinstance(cause, ApiException) and not _transient(cause) and cause.status != 409:
+                    raise
+                # API server restarting or overloaded: keep the state in memory and on the nodes,
+                # retry until api_timeout, then stop (the next run resumes from the annotations)
+                outage_since = outage_since or time.monotonic()
+                if time.monotonic() - outage_since > opts.get('api_timeout', 300):
+                    raise RolloutFailed('the Kubernetes API did not answer for %ss (%s); nodes of this batch '
+                                        'keep their gpuops.gpu annotations and the next run resumes them'
+                                        % (opts.get('api_timeout', 300), cause), {'nodes': list(states.values())})
+                self.log('API unavailable (%s), retrying' % cause)
             if any(s['phase'] not in ('done', 'failed') for s in states.values()):
                 time.sleep(opts['poll_interval'])
         for st in states.values():
@@ -244,7 +285,7 @@ class NodeRollout(object):
             if time.monotonic() < st.get('cleared_until', 0):
                 return  # give the MIG manager's watch time to see the removal
             if kind.needs_label(node, value):
-                if kind.labels(node).get(kind.label) == value:
+                if getattr(kind, 'cycle_same_value', True) and kind.labels(node).get(kind.label) == value:
                     # same value after a failure: the MIG manager only acts on a change, so remove
                     # the label first and set it again on the next tick (once the removal is seen)
                     self.patch_node(name, {'metadata': {'labels': kind.clear_patch()}})
@@ -256,11 +297,18 @@ class NodeRollout(object):
                     'annotations': {ANN_PHASE: 'labelled', ANN_UPDATED: _now()}}})
                 self.event(node, 'GpuopsLabel', 'set %s=%s' % (kind.label, value))
                 st['changed'] = True
+            restart = getattr(kind, 'restart', None)
+            spec = restart(node, value) if restart is not None else None
+            if spec:
+                self.restart_pods(node, spec, st)
             st['phase'] = 'wait'
             deadlines[key('wait')] = time.monotonic() + self.opts['state_timeout']
             return
         if st['phase'] == 'wait':
-            verdict, detail = kind.progress(node, value)
+            if st.get('restarting'):
+                verdict, detail = self.restarted(node, st)
+            else:
+                verdict, detail = kind.progress(node, value)
             st['detail'] = detail
             if verdict == 'failed':
                 self.fail(node, st, detail)
@@ -285,8 +333,9 @@ class NodeRollout(object):
             if not self.opts.get('verify', True):
                 st['phase'] = 'uncordon'
                 return
-            expected = kind.expected_allocatable(node, value)
-            actual = gn.gpu_resources((node.get('status') or {}).get('allocatable'))
+            # kubelet keeps a resource whose device plugin went away at 0: zeros do not count
+            expected = _nonzero(kind.expected_allocatable(node, value))
+            actual = _nonzero(gn.gpu_resources((node.get('status') or {}).get('allocatable')))
             if actual == expected:
                 st['allocatable'] = actual
                 st['phase'] = 'uncordon'
@@ -366,6 +415,44 @@ class NodeRollout(object):
             self.fail(node, st, 'GPU pods still on the node after %ss: %s' % (self.opts['drain_timeout'], names))
         return False
 
+    def restart_pods(self, node, spec, st):
+        """Delete the pods ``spec`` selects on the node (their DaemonSet recreates them), then record
+        ``spec['annotations']`` on the node; a run killed in between deletes them again next time."""
+        name = node['metadata']['name']
+        pods = self._call(self.conn.core.list_namespaced_pod, spec['namespace'], label_selector=spec['selector'],
+                          field_selector='spec.nodeName=%s' % name).get('items', [])
+        st['restarting'] = {'namespace': spec['namespace'], 'selector': spec['selector'],
+                            'old': sorted(p['metadata']['uid'] for p in pods), 'count': len(pods)}
+        st['restarted'] = []
+        for pod in pods:
+            meta = pod['metadata']
+            try:
+                self.requests += 1
+                self.conn.core.delete_namespaced_pod(meta['name'], meta['namespace'])
+                st['restarted'].append('%s/%s' % (meta['namespace'], meta['name']))
+            except ApiException as exc:
+                if exc.status != 404:
+                    raise
+        if st['restarted']:
+            self.event(node, 'GpuopsRestart', 'restarted %s' % ', '.join(st['restarted']))
+        self.patch_node(name, {'metadata': {'annotations': dict(spec.get('annotations') or {}, **{ANN_UPDATED: _now()})}})
+        st['changed'] = True
+
+    def restarted(self, node, st):
+        """('done'|'wait', detail): are the pods deleted by restart_pods back, Running and Ready?"""
+        spec = st['restarting']
+        pods = self._call(self.conn.core.list_namespaced_pod, spec['namespace'], label_selector=spec['selector'],
+                          field_selector='spec.nodeName=%s' % node['metadata']['name']).get('items', [])
+        fresh = [p for p in pods if p['metadata']['uid'] not in spec['old'] and not p['metadata'].get('deletionTimestamp')
+                 and (p.get('status') or {}).get('phase') == 'Running'
+                 and any(c.get('type') == 'Ready' and c.get('status') == 'True'
+                         for c in (p.get('status') or {}).get('conditions') or [])]
+        if len(fresh) >= spec['count']:
+            st.pop('restarting')
+            return 'wait', 'restarted pods are ready'
+        return 'wait', 'waiting for %d restarted pod(s) (%s) to be Running and Ready, %d are' % (
+            spec['count'], spec['selector'], len(fresh))
+
     def fail(self, node, st, reason):
         """Leave the node cordoned and say why, on the node itself."""
         st['phase'] = 'failed'
@@ -409,6 +496,10 @@ class NodeRollout(object):
                                     'to resume.' % (index + 1, len(batches), msg, ANN_REASON, len(untouched)), result)
         result['changed'] = any(s['changed'] for s in result['nodes'])
         return result
+
+
+def _nonzero(resources):
+    return dict((k, v) for k, v in (resources or {}).items() if v)
 
 
 def _expr_match(labels, expr):

@@ -117,6 +117,12 @@ options:
     description: When a node is stuck in C(pending), cycle the label once before failing (gpu-operator issue 2833).
     type: bool
     default: false
+  api_timeout:
+    description:
+      - Seconds the Kubernetes API may be unavailable (restart, overload) before the rollout stops. Progress is
+        kept on the nodes, so the next run resumes.
+    type: int
+    default: 300
   poll_interval:
     description: Seconds between checks.
     type: float
@@ -238,6 +244,7 @@ def main():
         verify=dict(type='bool', default=True),
         verify_timeout=dict(type='int', default=180),
         retry_stuck=dict(type='bool', default=False),
+        api_timeout=dict(type='int', default=300),
         poll_interval=dict(type='float', default=1.0),
     ))
     conn = connect(module)

@@ -37,7 +37,46 @@ def run_play(kubeconfig, tasks, check=False, diff=False, extra_env=None, timeout
         out = json.loads(proc.stdout[proc.stdout.index('{'):])
         for play_out in out.get('plays', []):
             for task in play_out.get('tasks', []):
-                results[task['task']['name']] = task['hosts'].get('localhost', {})
+                name = task['task']['name']
+                result = task['hosts'].get('localhost', {})
+                results[name] = result
+                results.setdefault(name.split(' : ', 1)[-1], result)  # role tasks: "role : name"
     except (ValueError, KeyError):
         pass
     return proc.returncode, results, proc.stdout + proc.stderr
+
+
+def node_facts(core, names=None):
+    """What a write by the collection would change on nodes — labels, annotations, cordon, taints —
+    without the status heartbeats KWOK keeps writing (resourceVersion moves on its own)."""
+    out = {}
+    for node in core.list_node().items:
+        if names is not None and node.metadata.name not in names:
+            continue
+        annotations = dict((k, v) for k, v in (node.metadata.annotations or {}).items()
+                           if not k.startswith('gpusim.gpuops.dev/'))  # the simulator's own bookkeeping
+        out[node.metadata.name] = (dict(node.metadata.labels or {}), annotations,
+                                   bool(node.spec.unschedulable),
+                                   sorted((t.key, t.value, t.effect) for t in node.spec.taints or []))
+    return out
+
+
+def facts_diff(before, after):
+    """Readable differences between two node_facts() snapshots (empty when equal)."""
+    out = []
+    for name in sorted(set(before) | set(after)):
+        b, a = before.get(name), after.get(name)
+        if b == a:
+            continue
+        if b is None or a is None:
+            out.append('%s: %s' % (name, 'added' if b is None else 'removed'))
+            continue
+        for index, what in enumerate(('label', 'annotation')):
+            for key in sorted(set(b[index]) | set(a[index])):
+                if b[index].get(key) != a[index].get(key):
+                    out.append('%s %s %s: %r -> %r' % (name, what, key, b[index].get(key), a[index].get(key)))
+        if b[2] != a[2]:
+            out.append('%s unschedulable: %s -> %s' % (name, b[2], a[2]))
+        if b[3] != a[3]:
+            out.append('%s taints: %s -> %s' % (name, b[3], a[3]))
+    return out

@@ -1,8 +1,10 @@
 """Fixtures for integration tests on the virtual GPU cluster (tests/testbed).
 
-One cluster per pytest session: `testbed up` before the first test that needs it, `testbed down`
-after the last one. Environment:
-  GPUOPS_TESTBED_NAME     cluster name (default gpuops-it)
+One cluster per test MODULE (isolation: ClusterPolicy, MIG and sharing state are cluster-wide),
+`testbed up` before its first test, `testbed down` after its last (a warm up takes ~10 s).
+Environment:
+  GPUOPS_TESTBED_NAME     cluster name prefix (default gpuops-it; the module name is appended
+                          unless GPUOPS_TESTBED_REUSE=1, which uses the name as given)
   GPUOPS_TESTBED_CONFIG   config file (default tests/testbed/configs/default.yaml)
   GPUOPS_TESTBED_KEEP=1   leave the cluster running after the session (for debugging)
   GPUOPS_TESTBED_REUSE=1  use an already-running cluster of that name as is (no up/down)
@@ -53,9 +55,12 @@ class Testbed:
             return json.load(f)
 
 
-@pytest.fixture(scope="session")
-def testbed() -> Testbed:
+@pytest.fixture(scope="module")
+def testbed(request) -> Testbed:
     name = os.environ.get("GPUOPS_TESTBED_NAME", "gpuops-it")
+    if os.environ.get("GPUOPS_TESTBED_REUSE") != "1":
+        stem = re.sub(r"[^a-z0-9]+", "-", request.module.__name__.rsplit(".", 1)[-1].lower())
+        name = f"{name}-{stem.replace('test-', '')[:24].strip('-')}"
     config = os.path.abspath(os.environ.get("GPUOPS_TESTBED_CONFIG", DEFAULT_CONFIG))
     reuse = os.environ.get("GPUOPS_TESTBED_REUSE") == "1"
     keep = os.environ.get("GPUOPS_TESTBED_KEEP") == "1" or reuse
@@ -81,20 +86,21 @@ def testbed() -> Testbed:
         subprocess.run([sys.executable, TESTBED, "--name", name, "down"], check=False)
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def api_client(testbed):
-    kubernetes = pytest.importorskip("kubernetes")
+    import kubernetes  # a missing client is an error, never a skip
+
     return kubernetes.config.new_client_from_config(config_file=testbed.kubeconfig)
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def core_v1(api_client):
     import kubernetes
 
     return kubernetes.client.CoreV1Api(api_client)
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def custom_objects(api_client):
     import kubernetes
 

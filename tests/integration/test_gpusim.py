@@ -278,10 +278,19 @@ def test_mig_change_walks_pending_to_success_and_changes_capacity(nodes):
     applied = json.loads(nodes.annotations(name)[P + "mig-applied"])
     assert applied["gpus"] == [{"mig": True, "devices": {"1g.5gb": 7}}] * 8
 
-    # the same value again does nothing (mig-manager acts on label changes)
+    # the same value again does nothing (mig-manager acts on label value changes) ...
     nodes.set_labels(name, {MIG_STATE: None})
     time.sleep(3)
     assert MIG_STATE not in nodes.labels(name)
+    # ... but removing the label and setting it again does (already applied: straight to success)
+    nodes.set_labels(name, {MIG_CONFIG: None})
+    nodes.set_labels(name, {MIG_CONFIG: "all-1g.5gb"})
+    seen = watch_states(nodes, name, lambda lab, n: lab.get(MIG_STATE) == "success")
+    assert not [s for s in seen if s[0] == "pending"], seen
+    # ... and so does a restarted mig-manager (new pod, or the annotation when there is none)
+    nodes.set_labels(name, {MIG_STATE: None})
+    nodes.annotate(name, {P + "mig-manager-restart": str(time.time())})
+    watch_states(nodes, name, lambda lab, n: lab.get(MIG_STATE) == "success")
 
     # back to full GPUs
     set_mig_config(nodes, name, "all-disabled")

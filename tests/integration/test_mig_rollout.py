@@ -12,7 +12,7 @@ import pytest
 import yaml
 from kubernetes import client, config as kconfig
 
-from ansible_run import run_play
+from ansible_run import facts_diff, node_facts, run_play
 
 A100 = ['a100-0', 'a100-1']
 MIG_NODES = ['a100-0', 'a100-1', 'h100-0', 'h100-1']
@@ -96,14 +96,14 @@ def assert_clean(core, names):
 # ---------------------------------------------------------------------------------------- tests
 
 def test_check_mode_returns_plan_and_writes_nothing(testbed, core):
-    before = dict((n, core.read_node(n).metadata.resource_version) for n in A100)
+    before = node_facts(core, A100)
     res = rollout(testbed.kubeconfig, check=True, assignments=[{'nodes': A100, 'config': 'all-1g.5gb'}],
                   max_unavailable=1)
     assert res.get('failed') is not True, res
     assert res['changed'] is True
     assert res['batches'] == [['a100-0'], ['a100-1']]
     assert [e['node'] for b in res['plan'] for e in b['nodes']] == A100
-    assert dict((n, core.read_node(n).metadata.resource_version) for n in A100) == before
+    assert facts_diff(before, node_facts(core, A100)) == []
 
 
 TRAINING = [{'label_selector': 'gpuops.dev/pool=training,gpuops.dev/node-group=a100', 'config': 'all-1g.5gb'},
@@ -168,11 +168,11 @@ BAD_INPUTS = [
 @pytest.mark.parametrize('assignments,extra,fragment', BAD_INPUTS)
 def test_bad_input_fails_before_any_write(testbed, core, assignments, extra, fragment):
     nodes = ['a100-0', 'a100-1', 'h100-0', 't4-0', 'cpu-0']
-    before = dict((n, core.read_node(n).metadata.resource_version) for n in nodes)
+    before = node_facts(core, nodes)
     res = rollout(testbed.kubeconfig, assignments=assignments, **extra)
     assert res.get('failed') is True, res
     assert fragment in res['msg'], res['msg']
-    assert dict((n, core.read_node(n).metadata.resource_version) for n in nodes) == before
+    assert facts_diff(before, node_facts(core, nodes)) == []
 
 
 def test_gpu_pods_are_evicted_and_pdb_blocks(testbed, core, policy, namespace):
@@ -272,3 +272,82 @@ def test_sigkill_mid_batch_then_rerun_converges(testbed, core):
     assert_clean(core, MIG_NODES)
     for name in MIG_NODES:
         assert labels(core, name)['nvidia.com/mig.config.state'] == 'success'
+
+
+def start_rollout_process(kubeconfig, assignments, **extra):
+    """ansible-playbook running mig_rollout in the background (own process group)."""
+    args = dict({'assignments': assignments, 'operator_namespace': 'gpu-operator', 'poll_interval': 0.3,
+                 'state_timeout': 120, 'verify_timeout': 60}, **extra)
+    play = [{'name': 'bg', 'hosts': 'localhost', 'gather_facts': False,
+             'tasks': [{'name': 'rollout', 'gpuops.gpu.mig_rollout': args}]}]
+    handle = tempfile.NamedTemporaryFile('w', suffix='.yml', delete=False)
+    with handle:
+        yaml.safe_dump(play, handle)
+    env = dict(os.environ, K8S_AUTH_KUBECONFIG=kubeconfig, ANSIBLE_PYTHON_INTERPRETER=sys.executable)
+    proc = subprocess.Popen([os.path.join(os.path.dirname(sys.executable), 'ansible-playbook'), handle.name],
+                            env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            start_new_session=True)
+    return proc, handle.name
+
+
+def test_apiserver_restart_mid_rollout_is_survived(testbed, core):
+    proc, path = start_rollout_process(testbed.kubeconfig, TRAINING, max_unavailable=2)
+    try:
+        wait_for(lambda: any(core.read_node(n).spec.unschedulable for n in MIG_NODES), 60, 0.1, 'first cordon')
+        pid = testbed.state()['procs']['kube-apiserver']['pid']
+        os.kill(pid, signal.SIGKILL)
+        time.sleep(3)
+        up = testbed.cli('up', '--config', testbed.config_path, check=False)
+        assert up.returncode == 0, up.stdout + up.stderr
+        out, _unused = proc.communicate(timeout=300)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+        os.unlink(path)
+    assert proc.returncode == 0, out[-3000:]
+    for name in MIG_NODES:
+        assert labels(core, name)['nvidia.com/mig.config'] == ('all-1g.5gb' if name in A100 else 'all-1g.10gb')
+        assert labels(core, name)['nvidia.com/mig.config.state'] == 'success'
+    assert_clean(core, MIG_NODES)
+
+
+def test_deployment_with_pdb_never_drops_below_min_available(testbed, core, apps, policy, namespace):
+    name = 'trainer'
+    apps.create_namespaced_deployment(namespace, client.V1Deployment(
+        metadata=client.V1ObjectMeta(name=name),
+        spec=client.V1DeploymentSpec(
+            replicas=3, selector=client.V1LabelSelector(match_labels={'app': name}),
+            template=client.V1PodTemplateSpec(
+                metadata=client.V1ObjectMeta(labels={'app': name}),
+                spec=client.V1PodSpec(termination_grace_period_seconds=0,
+                                      node_selector={'gpuops.dev/pool': 'training'},
+                                      containers=[client.V1Container(
+                                          name='cuda', image='nvcr.io/nvidia/cuda:12.4.0-base-ubi9',
+                                          resources=client.V1ResourceRequirements(limits={'nvidia.com/gpu': '1'}))])))))
+    policy.create_namespaced_pod_disruption_budget(namespace, client.V1PodDisruptionBudget(
+        metadata=client.V1ObjectMeta(name=name),
+        spec=client.V1PodDisruptionBudgetSpec(min_available=2, selector=client.V1LabelSelector(
+            match_labels={'app': name}))))
+
+    def ready():
+        return sum(1 for p in core.list_namespaced_pod(namespace, label_selector='app=' + name).items
+                   if p.status.phase == 'Running' and not p.metadata.deletion_timestamp
+                   and any(c.type == 'Ready' and c.status == 'True' for c in p.status.conditions or []))
+    wait_for(lambda: ready() == 3, 90, what='3 trainer pods ready')
+    wait_for(lambda: policy.read_namespaced_pod_disruption_budget(name, namespace).status.disruptions_allowed == 1,
+             60, what='PDB allows 1 disruption')
+    proc, path = start_rollout_process(testbed.kubeconfig, [{'nodes': MIG_NODES, 'config': 'all-disabled'}],
+                                       max_unavailable=1, drain_timeout=240)
+    lowest = 3
+    try:
+        while proc.poll() is None:
+            lowest = min(lowest, ready())
+            time.sleep(0.2)
+        out = proc.stdout.read()
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+        os.unlink(path)
+    assert proc.returncode == 0, out[-3000:]
+    assert lowest >= 2, 'the Deployment dropped to %d ready pods (PDB minAvailable 2)' % lowest
+    assert_clean(core, MIG_NODES)

@@ -307,8 +307,11 @@ def test_real_gpu_operator_reconciles_clusterpolicy_to_ready(testbed, core_v1, c
             labels = core_v1.read_node(n).metadata.labels
             assert labels.get("nvidia.com/gpu.present") == "true", (n, labels)
             assert labels.get("nvidia.com/gpu.deploy.device-plugin") == "true", (n, labels)
-        dp = daemonsets()["nvidia-device-plugin-daemonset"]
-        assert dp.status.desired_number_scheduled == len(gpu_nodes)
-        assert dp.status.number_available == len(gpu_nodes)
+        # (the operator may call a DaemonSet ready while its status is still being computed:
+        # it treats desiredNumberScheduled == 0 as ready; so wait for the pods themselves)
+        wait_until("the device plugin DaemonSet available on every GPU node", lambda: (
+            lambda dp: dp.status.desired_number_scheduled == len(gpu_nodes)
+            and dp.status.number_available == len(gpu_nodes))(daemonsets()["nvidia-device-plugin-daemonset"]),
+            timeout=90)
     finally:
         custom_objects.delete_cluster_custom_object("nvidia.com", "v1", "clusterpolicies", cp["metadata"]["name"])

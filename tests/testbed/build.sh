@@ -100,5 +100,11 @@ else
   log "asset modules downloaded in $(( $(date +%s) - t ))s"
 fi
 
+# keep this key and the previous one; older builds only take disk (running processes keep their
+# deleted binaries open, and `testbed up` restarts a cluster whose binaries changed)
+for old in $(ls -dt "$cache_root"/k8s-*/ 2>/dev/null | tail -n +3); do
+  log "removing old build $old"
+  rm -rf "$old"
+done
 log "done in $(( $(date +%s) - t_all ))s: $bin"
 echo "$bin"

@@ -7,6 +7,9 @@ Test controls:
   gpusim.gpuops.dev/inject    comma list: fail | stuck-pending | slow | device-plugin-crash
   gpusim.gpuops.dev/device-plugin-restart   any new value = the simulated device plugin restarts
                               (used when no nvidia-device-plugin-daemonset pod runs on the node)
+  gpusim.gpuops.dev/mig-manager-restart     any new value = the simulated mig-manager restarts and
+                              re-reads nvidia.com/mig.config (as a new nvidia-mig-manager pod does;
+                              used when no such pod runs on the node)
   gpusim.gpuops.dev/reconfigure-seconds     per-node MIG reconfiguration time (overrides
                               simulation.mig_reconfigure_seconds; x slow_factor with inject=slow)
 Outputs (written by the simulator):
@@ -25,6 +28,7 @@ ANN_GPUS = PREFIX + "gpus"
 ANN_INJECT = PREFIX + "inject"
 ANN_DP_RESTART = PREFIX + "device-plugin-restart"
 ANN_RECONFIGURE_SECONDS = PREFIX + "reconfigure-seconds"
+ANN_MM_RESTART = PREFIX + "mig-manager-restart"
 ANN_MIG_APPLIED = PREFIX + "mig-applied"
 ANN_MIG_ERROR = PREFIX + "mig-error"
 ANN_DP_STATE = PREFIX + "device-plugin-state"
@@ -58,6 +62,7 @@ MIG_PAUSED_LABELS = (
 PAUSED = "paused-for-mig-change"
 
 DP_POD_LABEL = ("app", "nvidia-device-plugin-daemonset")
+MM_POD_LABEL = ("app", "nvidia-mig-manager")
 GPU_RESOURCE = "nvidia.com/gpu"
 
 

@@ -47,8 +47,9 @@ def gpu_pods_on_node(ctx, node_name):
     return out
 
 
-def device_plugin_pod_uid(ctx, node_name):
-    app_key, app_val = C.DP_POD_LABEL
+def device_plugin_pod_uid(ctx, node_name, pod_label=C.DP_POD_LABEL):
+    """uid of the newest live pod with this app label on the node ("" if none)."""
+    app_key, app_val = pod_label
     pods = [p for p in ctx.pods().by_index("node", node_name)
             if (p["metadata"].get("labels") or {}).get(app_key) == app_val
             and not p["metadata"].get("deletionTimestamp")
@@ -195,13 +196,44 @@ class MigManagerAgent(_NodeAgent):
     name = "mig-manager"
 
     def setup(self):
+        # Like nvidia-mig-manager (cmd/nvidia-mig-manager/main.go): its node informer hands the
+        # label to SyncableMigConfig only when the VALUE changes; re-setting the same value (or
+        # clearing mig.config.state) does nothing, removing the label and setting it again does
+        # re-apply (the waiting loop wakes on the next non-empty value). A new mig-manager pod
+        # (delete the app=nvidia-mig-manager pod on the node, or bump the annotation
+        # gpusim.gpuops.dev/mig-manager-restart when there is none) re-reads the current value.
         self.handled = {}     # node -> label value processed by the (simulated) running pod
-        self.jobs = {}        # node -> {"value", "spec", "due", "source"}
+        self.epochs = {}      # node -> (mig-manager pod uid, restart annotation) of that pod
+        self.jobs = {}        # node -> {"value", "spec", "due", "source", "epoch"}
         self.waiting = {}     # node -> value waiting for a missing ConfigMap
         self.ctx.clusterpolicies().add_handler(self._on_cp)
         self.ctx.configmaps().add_handler(self._on_configmap)
-        self.ctx.pods()  # GPU pods block a reconfiguration
+        self.ctx.pods().add_handler(self._on_pod)  # GPU pods block a reconfiguration
         self.ctx.nodes().add_handler(self._on_node)
+
+    def _on_node(self, etype, obj, old):
+        # Event-level, like the real informer: a removed label is seen even when it is set
+        # again before the worker gets to the node.
+        if etype != DELETED and old is not None:
+            if (C.node_labels(old).get(C.L_MIG_CONFIG)
+                    and not C.node_labels(obj).get(C.L_MIG_CONFIG)):
+                self.handled.pop(obj["metadata"]["name"], None)
+        _NodeAgent._on_node(self, etype, obj, old)
+
+    def _on_pod(self, etype, obj, old):
+        labels = obj["metadata"].get("labels") or {}
+        if labels.get(C.MM_POD_LABEL[0]) != C.MM_POD_LABEL[1]:
+            return
+        node = obj["spec"].get("nodeName")
+        if node and (old is None or etype == DELETED
+                     or old["metadata"].get("deletionTimestamp") != obj["metadata"].get("deletionTimestamp")
+                     or old["status"].get("phase") != obj["status"].get("phase")):
+            self.queue.add(node)
+
+    def _epoch(self, node):
+        name = node["metadata"]["name"]
+        return (device_plugin_pod_uid(self.ctx, name, C.MM_POD_LABEL),
+                C.node_annotations(node).get(C.ANN_MM_RESTART, ""))
 
     def ready(self, timeout=60):
         end = time.monotonic() + timeout
@@ -227,10 +259,12 @@ class MigManagerAgent(_NodeAgent):
         return (lo.get(C.L_MIG_CONFIG) != ln.get(C.L_MIG_CONFIG)
                 or lo.get(C.L_DEPLOY_MIG) != ln.get(C.L_DEPLOY_MIG)
                 or ao.get(C.ANN_INJECT) != an.get(C.ANN_INJECT)
+                or ao.get(C.ANN_MM_RESTART) != an.get(C.ANN_MM_RESTART)
                 or ao.get(C.ANN_PRODUCT) != an.get(C.ANN_PRODUCT))
 
     def node_deleted(self, name):
         self.handled.pop(name, None)
+        self.epochs.pop(name, None)
         self.jobs.pop(name, None)
         self.waiting.pop(name, None)
 
@@ -281,6 +315,10 @@ class MigManagerAgent(_NodeAgent):
         if not self._runs(node, cp):
             self.handled.pop(name, None)  # a new mig-manager pod re-reads the label
             return
+        epoch = self._epoch(node)
+        if name in self.handled and self.epochs.get(name) != epoch:
+            self.log.info("%s: mig-manager restarted: re-reading %s", name, C.L_MIG_CONFIG)
+            self.handled.pop(name, None)
         value = C.node_labels(node).get(C.L_MIG_CONFIG)
         if not value:
             # k8s-mig-manager's informer hands every label change to its loop; an empty value is
@@ -306,10 +344,11 @@ class MigManagerAgent(_NodeAgent):
         if step.state == "pending":
             delay = self._delay(node)
             self.jobs[name] = {"value": value, "spec": spec, "due": time.monotonic() + delay,
-                               "source": source}
+                               "source": source, "epoch": epoch}
             self.queue.add_after(name, delay)
         else:
             self.handled[name] = value
+            self.epochs[name] = epoch
 
     def _continue(self, node, product, gpus, job):
         name = node["metadata"]["name"]
@@ -326,4 +365,5 @@ class MigManagerAgent(_NodeAgent):
         self._apply(node, step)
         self.jobs.pop(name, None)
         self.handled[name] = job["value"]
+        self.epochs[name] = job["epoch"]
         self.queue.add(name)  # the label may have changed meanwhile

@@ -25,7 +25,8 @@ GPU = {'key': 'nvidia.com/gpu', 'operator': 'Exists', 'effect': 'NoSchedule'}
 
 
 def test_filter_names():
-    assert sorted(FILTERS) == ['merge_tolerations', 'sharing_capacity', 'sharing_config_errors']
+    assert sorted(FILTERS) == ['merge_tolerations', 'sharing_capacity', 'sharing_config_errors', 'sharing_profile_errors',
+                              'sharing_profiles_data']
 
 
 @pytest.mark.parametrize('name', sorted(FILTERS))
@@ -85,3 +86,23 @@ def test_merge_tolerations_keeps_gpu_and_dedupes():
 def test_merge_tolerations_raises_filter_error():
     with pytest.raises(AnsibleFilterError, match='merge_tolerations: .*operator Exists must not set value'):
         FILTERS['merge_tolerations']([], [{'key': 'nvidia.com/gpu', 'operator': 'Exists', 'value': 'present'}])
+
+
+def test_sharing_profile_errors_and_reserved_names():
+    errors = FILTERS['sharing_profile_errors']({'none': {}, 'ts': {'sharing': {'timeSlicing': {'resources': [
+        {'name': 'nvidia.com/gpu', 'replicas': 1}]}}}}, 'single', 'ts')
+    assert len(errors) == 2 and 'replicas' in errors[0] and "'none' is reserved" in errors[1]
+    assert FILTERS['sharing_profile_errors']({'ts-10': TS_10}, 'single', '') == []
+    assert "default profile 'x'" in FILTERS['sharing_profile_errors']({'ts-10': TS_10}, None, 'x')[0]
+
+
+def test_sharing_profiles_data_is_byte_stable():
+    one = FILTERS['sharing_profiles_data']({'ts-10': TS_10, 'mps': MPS_10_RENAMED, 'plain': {}})
+    reordered = {'plain': {}, 'mps': {'sharing': {'mps': {'resources': [{'replicas': 10, 'name': 'nvidia.com/gpu'}],
+                                                          'renameByDefault': True}}, 'version': 'v1'},
+                 'ts-10': TS_10}
+    assert one == FILTERS['sharing_profiles_data'](reordered)
+    assert one['plain'] == 'version: v1\n'
+    assert yaml.safe_load(one['mps']) == MPS_10_RENAMED
+    with pytest.raises(AnsibleFilterError, match='sharing_profiles_data'):
+        FILTERS['sharing_profiles_data']({'x': {'sharing': {'mps': {}, 'timeSlicing': {}}}})

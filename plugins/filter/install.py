@@ -1,0 +1,30 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, gpuops.gpu contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Filter for the install roles: check their variables before the first write.
+
+Thin wrapper over module_utils.install_inputs; documentation in install_input_errors.yml.
+"""
+
+from __future__ import (absolute_import, division, print_function)
+__metaclass__ = type
+
+from ansible.errors import AnsibleFilterError
+
+from ansible_collections.gpuops.gpu.plugins.module_utils import install_inputs
+
+
+def install_input_errors(variables, role):
+    """Problems in the variables of the nfd or gpu_operator role ([] when fine)."""
+    try:
+        return install_inputs.role_input_errors(variables, role)
+    except ValueError as exc:
+        raise AnsibleFilterError('install_input_errors: %s' % exc)
+
+
+class FilterModule(object):
+    """gpuops.gpu install filters."""
+
+    def filters(self):
+        return {'install_input_errors': install_input_errors}

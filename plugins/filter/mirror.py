@@ -1,0 +1,53 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, gpuops.gpu contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Filters for air-gapped installs: the mirror plan, the public-registry check, pull-secret merge.
+
+Thin wrappers: the logic lives in module_utils.mirror_plan and module_utils.image_ref.
+Documentation is in the sidecar files mirror_plan.yml, public_registry_references.yml and
+docker_config_merge.yml.
+"""
+
+from __future__ import (absolute_import, division, print_function)
+__metaclass__ = type
+
+from ansible.errors import AnsibleFilterError
+
+from ansible_collections.gpuops.gpu.plugins.module_utils import image_ref, mirror_plan as plan_lib
+
+
+def mirror_plan(config, cluster=None):
+    """Objects, ClusterPolicy patch, image list and errors for the mirror role."""
+    if not isinstance(config, dict):
+        raise AnsibleFilterError('mirror_plan: the input must be a mapping of settings')
+    return plan_lib.mirror_plan(config, cluster)
+
+
+def public_registry_references(objects, mirror=None, public_registries=None):
+    """Places in Kubernetes objects that still name a public registry ([] when air-gap clean)."""
+    if isinstance(objects, dict):
+        objects = [objects]
+    return image_ref.public_registry_references(objects, mirror, public_registries)
+
+
+def docker_config_merge(existing, credentials):
+    """Merge registry credentials into a base64 .dockerconfigjson, keeping every existing entry."""
+    errors = image_ref.credential_errors(credentials)
+    if errors:
+        raise AnsibleFilterError('docker_config_merge: %s' % '; '.join(errors))
+    try:
+        return image_ref.merge_docker_config(existing or '', credentials)
+    except ValueError as exc:
+        raise AnsibleFilterError('docker_config_merge: %s' % exc)
+
+
+class FilterModule(object):
+    """gpuops.gpu mirror filters."""
+
+    def filters(self):
+        return {
+            'mirror_plan': mirror_plan,
+            'public_registry_references': public_registry_references,
+            'docker_config_merge': docker_config_merge,
+        }

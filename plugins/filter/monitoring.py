@@ -1,0 +1,42 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, gpuops.gpu contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Monitoring filters: validate and render the DCGM exporter metric list (dcgm-metrics.csv).
+
+Thin wrappers: the logic lives in module_utils.dcgm_metrics. Documentation is in the sidecar files
+dcgm_metrics_errors.yml and dcgm_metrics_csv.yml.
+"""
+
+from __future__ import (absolute_import, division, print_function)
+__metaclass__ = type
+
+from ansible.errors import AnsibleFilterError
+
+from ansible_collections.gpuops.gpu.plugins.module_utils import dcgm_metrics
+
+
+def dcgm_metrics_errors(metrics, required_fields=None, console_plugin=False):
+    """List of problems in a DCGM exporter metric list ([] when valid)."""
+    required = list(required_fields or [])
+    if console_plugin:
+        required.extend(f for f in dcgm_metrics.CONSOLE_PLUGIN_FIELDS if f not in required)
+    return dcgm_metrics.metric_errors(metrics, required_fields=required)
+
+
+def dcgm_metrics_csv(metrics):
+    """The dcgm-metrics.csv text for a valid metric list."""
+    try:
+        return dcgm_metrics.render_csv(metrics)
+    except ValueError as exc:
+        raise AnsibleFilterError('dcgm_metrics_csv: %s' % exc)
+
+
+class FilterModule(object):
+    """gpuops.gpu monitoring filters."""
+
+    def filters(self):
+        return {
+            'dcgm_metrics_errors': dcgm_metrics_errors,
+            'dcgm_metrics_csv': dcgm_metrics_csv,
+        }

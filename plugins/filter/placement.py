@@ -1,0 +1,48 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, gpuops.gpu contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Filters for GPU node placement: taint validation, tolerations for taints, the layer plan.
+
+Thin wrappers over module_utils.tolerations and module_utils.placement; documentation in
+taint_errors.yml, tolerations_for_taints.yml and gpu_node_placement_plan.yml.
+"""
+
+from __future__ import (absolute_import, division, print_function)
+__metaclass__ = type
+
+from ansible.errors import AnsibleFilterError
+
+from ansible_collections.gpuops.gpu.plugins.module_utils import placement, tolerations
+
+
+def taint_errors(taints):
+    """List of problems in a list of node taints ([] when valid)."""
+    return tolerations.taint_errors(taints)
+
+
+def tolerations_for_taints(taints, match_value=False, keep_gpu=False):
+    """Tolerations matching ``taints`` (Exists on key and effect unless match_value)."""
+    try:
+        result = tolerations.tolerations_for_taints(taints, match_value=match_value)
+        return tolerations.merge_tolerations(result, keep_gpu=keep_gpu) if keep_gpu else result
+    except ValueError as exc:
+        raise AnsibleFilterError('tolerations_for_taints: %s' % exc)
+
+
+def gpu_node_placement_plan(config, cluster=None):
+    """Errors and toleration patches (NFD worker, Subscription, ClusterPolicy) for gpu_node_placement."""
+    if not isinstance(config, dict):
+        raise AnsibleFilterError('gpu_node_placement_plan: the input must be a mapping of settings')
+    return placement.placement_plan(config, cluster)
+
+
+class FilterModule(object):
+    """gpuops.gpu placement filters."""
+
+    def filters(self):
+        return {
+            'taint_errors': taint_errors,
+            'tolerations_for_taints': tolerations_for_taints,
+            'gpu_node_placement_plan': gpu_node_placement_plan,
+        }

@@ -1,0 +1,356 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, gpuops.gpu contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import (absolute_import, division, print_function)
+__metaclass__ = type
+
+DOCUMENTATION = r'''
+module: gpu_smoke_test
+short_description: Run a short workload on every GPU resource a Kubernetes or OpenShift cluster advertises
+version_added: 0.1.0
+author:
+  - gpuops.gpu contributors (@gpuops)
+description:
+  - Takes the GPU nodes read by M(gpuops.gpu.gpu_nodes_info) and, for every GPU resource they advertise
+    (C(nvidia.com/gpu), C(nvidia.com/gpu.shared), each C(nvidia.com/mig-<profile>)), grouped per GPU product
+    label by default (so full, time-sliced and MIG devices of a model are separate cases), runs one Job whose pod
+    requests one unit of it, pinned to that product (or node) by node affinity.
+  - Waits for all the Jobs together (two list calls per poll), reads the tail of each pod log (optionally checking
+    for an expected text such as V(Test PASSED)), deletes the Jobs and waits until their pods are gone, and returns
+    one row per case plus a text table.
+  - A resource with no schedulable capacity (0 allocatable, nodes cordoned or not Ready, every unit requested by
+    pods) is reported with the reason, never left out. A resource named in O(resources) that no node advertises is
+    reported as V(not-advertised).
+  - The module leaves the cluster as it found it (with O(cleanup=true) the Jobs it created are gone when it
+    returns), so it reports C(changed=false).
+options:
+  nodes:
+    description:
+      - The RV(gpuops.gpu.gpu_nodes_info#module:nodes) list of M(gpuops.gpu.gpu_nodes_info) (read with
+        O(gpuops.gpu.gpu_nodes_info#module:include_pods=true) so free units are known).
+    type: list
+    elements: dict
+    required: true
+  namespace:
+    description: Namespace of the Jobs; it must exist.
+    type: str
+    default: gpuops-smoke-test
+  image:
+    description:
+      - Container image of the workload. Point it at a mirror in disconnected clusters.
+      - The default is the CUDA vector-add sample NVIDIA's GPU operator uses in its own tests; it prints
+        V(Test PASSED).
+    type: str
+    default: nvcr.io/nvidia/k8s/cuda-sample:vectoradd-cuda12.5.0-ubuntu22.04
+  image_pull_policy:
+    description: Image pull policy of the workload container.
+    type: str
+    choices: [Always, IfNotPresent, Never]
+    default: IfNotPresent
+  image_pull_secrets:
+    description: Names of Secrets in O(namespace) used to pull O(image).
+    type: list
+    elements: str
+    default: []
+  command:
+    description: Command of the container; empty keeps the image entrypoint.
+    type: list
+    elements: str
+    default: []
+  args:
+    description: Arguments of the container.
+    type: list
+    elements: str
+    default: []
+  resources:
+    description: Only these resource names (for example V(nvidia.com/mig-1g.5gb)); empty means every GPU resource.
+    type: list
+    elements: str
+    default: []
+  exclude_resources:
+    description: Resource names never tested.
+    type: list
+    elements: str
+    default: []
+  group_by:
+    description:
+      - V(product) one case per resource and C(nvidia.com/gpu.product) label; V(resource) one case per resource
+        name; V(node) one case per resource and node (every node is exercised).
+    type: str
+    choices: [product, resource, node]
+    default: product
+  tolerations:
+    description: Tolerations of the workload pods (tainted GPU nodes).
+    type: list
+    elements: dict
+    default: [{key: nvidia.com/gpu, operator: Exists, effect: NoSchedule}]
+  node_selector:
+    description: Extra node selector of the workload pods.
+    type: dict
+    default: {}
+  security_context:
+    description:
+      - Container security context. The default (no privilege escalation, all capabilities dropped, RuntimeDefault
+        seccomp) is accepted by the OpenShift C(restricted-v2) SCC, which also assigns a non-root UID, and by the
+        C(baseline) pod security standard. Add C(runAsNonRoot)/C(runAsUser) for the C(restricted) standard when the
+        image can run as a non-root user.
+    type: dict
+  wait_for:
+    description:
+      - V(completion) a case passes when its Job completes; V(running) when its pod runs (long-running images).
+    type: str
+    choices: [completion, running]
+    default: completion
+  timeout:
+    description: Seconds to wait for all the Jobs; cases not finished by then are reported as V(timeout).
+    type: int
+    default: 300
+  stuck_timeout:
+    description:
+      - Seconds after which a pod that is unschedulable, or waiting on an image pull or container config error,
+        ends its case instead of waiting for O(timeout).
+    type: int
+    default: 60
+  poll_interval:
+    description: Seconds between two polls.
+    type: float
+    default: 2.0
+  expect_output:
+    description:
+      - Text the pod log must contain for the case to pass, for example V(Test PASSED). Where the log cannot be
+        read (virtual nodes without a kubelet log endpoint) the case passes on completion and says so.
+    type: str
+    default: ''
+  log_lines:
+    description: Lines of each pod log returned.
+    type: int
+    default: 20
+  cleanup:
+    description: Delete the Jobs (and wait for their pods to go) before returning.
+    type: bool
+    default: true
+  fail_on_error:
+    description: Fail when a case failed, stayed unschedulable, timed out or could not be created.
+    type: bool
+    default: true
+  fail_on_no_capacity:
+    description: Also fail when a resource has no schedulable capacity or is not advertised.
+    type: bool
+    default: false
+extends_documentation_fragment:
+  - kubernetes.core.k8s_auth_options
+  - gpuops.gpu.auth
+attributes:
+  check_mode:
+    support: full
+    details: Returns the cases it would run (status V(planned)) and creates nothing.
+  diff_mode:
+    support: none
+notes:
+  - Needs RBAC to create, list and delete C(jobs), list C(pods) and get C(pods/log) in O(namespace).
+  - On virtual (KWOK) nodes the pods of Jobs complete at once and no log can be read.
+seealso:
+  - module: gpuops.gpu.gpu_nodes_info
+'''
+
+EXAMPLES = r'''
+- name: Read the GPU nodes
+  gpuops.gpu.gpu_nodes_info:
+  register: fleet
+
+- name: Run the CUDA vector-add sample on every GPU resource
+  gpuops.gpu.gpu_smoke_test:
+    nodes: "{{ fleet.nodes }}"
+    namespace: gpuops-smoke-test
+    expect_output: Test PASSED
+  register: smoke
+
+- name: Show the result
+  ansible.builtin.debug:
+    msg: "{{ smoke.table.splitlines() }}"
+
+- name: Every MIG profile on every node, from a mirror, without failing the play
+  gpuops.gpu.gpu_smoke_test:
+    nodes: "{{ fleet.nodes }}"
+    image: registry.example.com/nvidia/k8s/cuda-sample:vectoradd-cuda12.5.0-ubuntu22.04
+    image_pull_secrets: [mirror-pull-secret]
+    group_by: node
+    exclude_resources: [nvidia.com/gpu]
+    fail_on_error: false
+'''
+
+RETURN = r'''
+cases:
+  description: One entry per case, sorted by resource, product and node.
+  returned: always
+  type: list
+  elements: dict
+  contains:
+    id:
+      description: Case number.
+      type: int
+    resource:
+      description: The resource requested.
+      type: str
+      sample: nvidia.com/mig-1g.5gb
+    product:
+      description: The C(nvidia.com/gpu.product) label of the nodes of the case (V(null) with O(group_by=resource)).
+      type: str
+      sample: NVIDIA-A100-SXM4-40GB
+    node:
+      description: The node of the case with O(group_by=node), else V(null).
+      type: str
+    nodes:
+      description: Nodes advertising the resource in this case.
+      type: list
+      elements: str
+    capacity:
+      description: Sum of the resource in the capacity of RV(cases[].nodes).
+      type: int
+    allocatable:
+      description: Sum of the resource in their allocatable.
+      type: int
+    free:
+      description: Free units on the schedulable nodes.
+      type: int
+    schedulable_nodes:
+      description: Ready, uncordoned nodes with a free unit.
+      type: list
+      elements: str
+    status:
+      description: >-
+        V(passed), V(failed), V(unschedulable), V(timeout), V(error) (Job not created), V(no-capacity),
+        V(not-advertised), or V(planned) in check mode.
+      type: str
+      sample: passed
+    reason:
+      description: Why a case was not run (no schedulable capacity, not advertised).
+      type: str
+    detail:
+      description: How the case ended (Job condition, pod state, scheduler message, log check).
+      type: str
+    job:
+      description: Name of the Job.
+      type: str
+    pod:
+      description: Name of its pod.
+      type: str
+    ran_on:
+      description: Node the pod was scheduled on.
+      type: str
+    seconds:
+      description: Seconds from the Job creation to the end of the case.
+      type: float
+    log:
+      description: Tail of the pod log, V(null) when it could not be read.
+      type: str
+summary:
+  description: Number of cases by status.
+  returned: always
+  type: dict
+  sample: {"passed": 5, "no-capacity": 1}
+table:
+  description: The cases as a fixed-width text table with a totals line.
+  returned: always
+  type: str
+run_id:
+  description: Value of the C(gpuops.gpu/smoke-test) label on the Jobs and pods of this run.
+  returned: always
+  type: str
+  sample: 20261121-201512-4f2a
+'''
+
+import os
+import time
+
+from ansible_collections.gpuops.gpu.plugins.module_utils import smoke_test as S
+from ansible_collections.gpuops.gpu.plugins.module_utils.k8s_client import argument_spec, connect, gpu_module
+from ansible_collections.gpuops.gpu.plugins.module_utils.smoke_runner import SmokeRunner
+
+try:
+    from kubernetes.client import BatchV1Api
+except ImportError:  # pragma: no cover - AnsibleK8SModule reports missing kubernetes
+    BatchV1Api = None
+
+GPU_TOLERATION = {'key': 'nvidia.com/gpu', 'operator': 'Exists', 'effect': 'NoSchedule'}
+
+
+def main():
+    module = gpu_module(
+        argument_spec=argument_spec(
+            nodes=dict(type='list', elements='dict', required=True),
+            namespace=dict(type='str', default='gpuops-smoke-test'),
+            image=dict(type='str', default='nvcr.io/nvidia/k8s/cuda-sample:vectoradd-cuda12.5.0-ubuntu22.04'),
+            image_pull_policy=dict(type='str', default='IfNotPresent', choices=['Always', 'IfNotPresent', 'Never']),
+            image_pull_secrets=dict(type='list', elements='str', default=[], no_log=False),
+            command=dict(type='list', elements='str', default=[]),
+            args=dict(type='list', elements='str', default=[]),
+            resources=dict(type='list', elements='str', default=[]),
+            exclude_resources=dict(type='list', elements='str', default=[]),
+            group_by=dict(type='str', default='product', choices=list(S.GROUP_BY)),
+            tolerations=dict(type='list', elements='dict', default=[GPU_TOLERATION]),
+            node_selector=dict(type='dict', default={}),
+            security_context=dict(type='dict'),
+            wait_for=dict(type='str', default='completion', choices=['completion', 'running']),
+            timeout=dict(type='int', default=300),
+            stuck_timeout=dict(type='int', default=60),
+            poll_interval=dict(type='float', default=2.0),
+            expect_output=dict(type='str', default=''),
+            log_lines=dict(type='int', default=20),
+            cleanup=dict(type='bool', default=True),
+            fail_on_error=dict(type='bool', default=True),
+            fail_on_no_capacity=dict(type='bool', default=False),
+        ),
+        supports_check_mode=True,
+    )
+    p = module.params
+    for key in ('timeout', 'stuck_timeout', 'log_lines'):
+        if p[key] < 1:
+            module.fail_json(msg='%s must be at least 1, got %d' % (key, p[key]))
+    if p['poll_interval'] <= 0:
+        module.fail_json(msg='poll_interval must be greater than 0')
+    cases = S.plan_cases(p['nodes'], resources=p['resources'], exclude_resources=p['exclude_resources'],
+                         group_by=p['group_by'])
+    run_id = '%s-%s' % (time.strftime('%Y%m%d-%H%M%S', time.gmtime()), os.urandom(2).hex())
+    planned = [c for c in cases if c['status'] == S.PLANNED]
+    manifests = [S.job_manifest(c, p['namespace'], p['image'], run_id, command=p['command'], args=p['args'],
+                                tolerations=p['tolerations'], image_pull_secrets=p['image_pull_secrets'],
+                                image_pull_policy=p['image_pull_policy'], security_context=p['security_context'],
+                                node_selector=p['node_selector'], active_deadline_seconds=p['timeout'] + 60)
+                 for c in planned]
+    warnings = []
+    if not module.check_mode and planned:
+        conn = connect(module)
+        runner = SmokeRunner(conn.core, BatchV1Api(conn.core.api_client), p['namespace'], run_id,
+                             timeout=p['timeout'], stuck_timeout=p['stuck_timeout'],
+                             poll_interval=p['poll_interval'], wait_for=p['wait_for'],
+                             expect_output=p['expect_output'], log_lines=p['log_lines'], cleanup=p['cleanup'])
+        runner.run(planned, manifests)
+        warnings = runner.warnings
+    elif module.check_mode:
+        for case, manifest in zip(planned, manifests):
+            case['job'] = manifest['metadata']['name']
+    for warning in warnings:
+        module.warn(warning)
+    result = dict(changed=bool(planned) and not p['cleanup'] and not module.check_mode, cases=cases,
+                  summary=S.summarise(cases), table=S.table(cases), run_id=run_id)
+    problems = [c for c in cases if c['status'] in S.PROBLEMS]
+    no_capacity = [c for c in cases if c['status'] in S.NOT_RUN]
+    if not cases:
+        module.fail_json(msg='no GPU resource to test: the nodes advertise none (is the device plugin running?)',
+                         **result)
+    if p['fail_on_error'] and problems:
+        module.fail_json(msg='GPU smoke test: %d of %d cases did not pass: %s' % (
+            len(problems), len(cases), '; '.join('%s %s: %s %s' % (c['resource'], c.get('product') or '',
+                                                                       c['status'], c.get('detail') or '')
+                                                 for c in problems)), **result)
+    if p['fail_on_no_capacity'] and no_capacity:
+        module.fail_json(msg='GPU smoke test: no schedulable capacity for %s' % '; '.join(
+            '%s %s (%s)' % (c['resource'], c.get('product') or '', c.get('reason')) for c in no_capacity), **result)
+    module.exit_json(**result)
+
+
+if __name__ == '__main__':
+    main()

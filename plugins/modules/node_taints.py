@@ -1,0 +1,381 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, gpuops.gpu contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import (absolute_import, division, print_function)
+__metaclass__ = type
+
+DOCUMENTATION = r'''
+module: node_taints
+short_description: Add or remove the taints gpuops.gpu owns on nodes and MachineSet templates
+version_added: 0.1.0
+author:
+  - gpuops.gpu contributors (@gpuops)
+description:
+  - Puts O(taints) on the selected nodes (C(spec.taints)) and on the machine template of the selected
+    OpenShift MachineSets (C(spec.template.spec.taints), machine.openshift.io/v1beta1), or takes them away
+    with O(state=absent).
+  - Records the taints it owns on each object in the annotation C(gpuops.gpu/owned-taints) (JSON list of
+    C(key:effect)). Only those are ever changed or removed, plus the ones named in O(remove); every other
+    taint (cloud provider, node lifecycle controller, other tools) is kept as it is.
+  - With O(state=present), an owned taint that is no longer in O(taints) is removed, so the list can
+    shrink between runs. A foreign taint with the same key, effect and value is adopted; with another value
+    it is a conflict and the module fails before changing anything.
+  - Every selected object is read and checked before the first write; a named object that does not exist,
+    a selector that matches nothing (with O(require_match=true)) or a conflict fails with no change.
+  - Writes are JSON merge patches carrying the object's C(resourceVersion); a concurrent change (HTTP 409)
+    re-reads the object and plans again.
+  - A MachineSet template change applies to the Machines created afterwards; tainting the nodes the
+    MachineSet already has is done by selecting them as nodes too.
+options:
+  taints:
+    description:
+      - Taints to have (O(state=present)) or to take away (O(state=absent)), each C(key), optional
+        C(value) and C(effect) (V(NoSchedule), V(PreferNoSchedule) or V(NoExecute)).
+    type: list
+    elements: dict
+    default: []
+  state:
+    description: Whether O(taints) should be present or absent.
+    type: str
+    choices: [present, absent]
+    default: present
+  nodes:
+    description: Names of the nodes to taint.
+    type: list
+    elements: str
+    default: []
+  label_selector:
+    description: Nodes matching this label selector, for example V(nvidia.com/gpu.present=true).
+    type: str
+  machinesets:
+    description: Names of the MachineSets (in O(machine_namespace)) whose template gets the taints.
+    type: list
+    elements: str
+    default: []
+  machineset_selector:
+    description: MachineSets (in O(machine_namespace)) matching this label selector.
+    type: str
+  machine_namespace:
+    description: Namespace of the MachineSets.
+    type: str
+    default: openshift-machine-api
+  remove:
+    description:
+      - Taints to remove even though gpuops.gpu did not add them, as C(key) (every effect) or C(key:effect).
+    type: list
+    elements: str
+    default: []
+  require_match:
+    description:
+      - Fail when O(label_selector) or O(machineset_selector) matches no object.
+    type: bool
+    default: true
+  conflict_retries:
+    description: How many times a write refused with HTTP 409 (concurrent change) is planned again.
+    type: int
+    default: 5
+extends_documentation_fragment:
+  - kubernetes.core.k8s_auth_options
+  - gpuops.gpu.auth
+attributes:
+  check_mode:
+    support: full
+    details: Returns the planned changes per object and writes nothing.
+  diff_mode:
+    support: full
+    details: The taints of every changed object before and after.
+notes:
+  - Needs RBAC C(get), C(list) and C(patch) on C(nodes) and, for MachineSets, on
+    C(machinesets.machine.openshift.io) in O(machine_namespace).
+  - Tolerate the taints before adding them (NFD worker, GPU operator, ClusterPolicy daemonsets); the
+    M(gpuops.gpu.gpu_node_placement) role does this in the right order.
+seealso:
+  - module: kubernetes.core.k8s_taint
+  - role: gpuops.gpu.gpu_node_placement
+'''
+
+EXAMPLES = r'''
+- name: Reserve the GPU nodes for GPU workloads
+  gpuops.gpu.node_taints:
+    label_selector: nvidia.com/gpu.present=true
+    taints:
+      - key: nvidia.com/gpu
+        effect: NoSchedule
+
+- name: The same on the GPU MachineSets, for nodes created later
+  gpuops.gpu.node_taints:
+    machineset_selector: cluster-api/accelerator
+    taints:
+      - key: nvidia.com/gpu
+        effect: NoSchedule
+
+- name: Take our taint away again (foreign taints stay)
+  gpuops.gpu.node_taints:
+    nodes: [gpu-worker-0]
+    state: absent
+    taints:
+      - key: nvidia.com/gpu
+        effect: NoSchedule
+
+- name: Replace a taint another tool left behind
+  gpuops.gpu.node_taints:
+    nodes: [gpu-worker-0]
+    remove: ["dedicated:NoSchedule"]
+    taints:
+      - key: dedicated
+        value: gpu
+        effect: NoSchedule
+'''
+
+RETURN = r'''
+objects:
+  description: One entry per selected node and MachineSet, sorted by kind and name.
+  returned: success
+  type: list
+  elements: dict
+  contains:
+    kind:
+      description: V(Node) or V(MachineSet).
+      type: str
+      sample: Node
+    name:
+      description: Object name.
+      type: str
+      sample: a100-0
+    namespace:
+      description: Namespace (MachineSets only).
+      type: str
+      sample: openshift-machine-api
+    changed:
+      description: Whether the object was (or, in check mode, would be) changed.
+      type: bool
+      sample: true
+    added:
+      description: Taints added, as C(key:effect).
+      type: list
+      elements: str
+      sample: ["nvidia.com/gpu:NoSchedule"]
+    updated:
+      description: Owned taints whose value changed.
+      type: list
+      elements: str
+      sample: []
+    removed:
+      description: Taints removed.
+      type: list
+      elements: str
+      sample: []
+    adopted:
+      description: Foreign taints identical to a wanted one, now recorded as owned.
+      type: list
+      elements: str
+      sample: []
+    kept:
+      description: With O(state=absent), wanted-away taints that gpuops.gpu does not own and therefore kept.
+      type: list
+      elements: str
+      sample: []
+    taints:
+      description: The object's taints after the change.
+      type: list
+      elements: dict
+      sample: [{"key": "nvidia.com/gpu", "effect": "NoSchedule"}]
+changed_objects:
+  description: C(Kind/name) of the changed objects.
+  returned: success
+  type: list
+  elements: str
+  sample: ["Node/a100-0", "MachineSet/gpu-a100"]
+'''
+
+import json
+
+from ansible_collections.gpuops.gpu.plugins.module_utils.k8s_client import argument_spec, connect, gpu_module
+from ansible_collections.gpuops.gpu.plugins.module_utils import placement
+from ansible_collections.gpuops.gpu.plugins.module_utils.tolerations import taint_errors
+
+try:
+    from kubernetes.dynamic.exceptions import ConflictError, DynamicApiError, NotFoundError
+except ImportError:  # pragma: no cover - reported by gpu_module
+    ConflictError = DynamicApiError = NotFoundError = Exception
+
+MERGE_PATCH = 'application/merge-patch+json'
+KINDS = {
+    'Node': ('v1', ('spec', 'taints')),
+    'MachineSet': ('machine.openshift.io/v1beta1', ('spec', 'template', 'spec', 'taints')),
+}
+
+
+class InputError(Exception):
+    pass
+
+
+def _dict(obj):
+    return obj.to_dict() if hasattr(obj, 'to_dict') else obj
+
+
+def _taints_of(obj, kind):
+    node = obj
+    for part in KINDS[kind][1]:
+        node = (node or {}).get(part)
+    return list(node or [])
+
+
+def _nest(path, value):
+    out = value
+    for part in reversed(path):
+        out = {part: out}
+    return out
+
+
+class Taints(object):
+    def __init__(self, conn, params):
+        self.params = params
+        self.apis = {}
+        self.dynamic = conn.dynamic
+
+    def api(self, kind):
+        if kind not in self.apis:
+            self.apis[kind] = self.dynamic.resources.get(api_version=KINDS[kind][0], kind=kind)
+        return self.apis[kind]
+
+    def read_all(self):
+        """[(kind, object)] for every selected object; InputError before any write when one is missing."""
+        params = self.params
+        found, errors = {}, []
+        if params['nodes'] or params['label_selector']:
+            for name in params['nodes']:
+                try:
+                    found[('Node', name)] = _dict(self.api('Node').get(name=name))
+                except NotFoundError:
+                    errors.append('node %s does not exist' % name)
+            if params['label_selector']:
+                items = _dict(self.api('Node').get(label_selector=params['label_selector'])).get('items') or []
+                if not items and params['require_match']:
+                    errors.append("label_selector '%s' matches no node" % params['label_selector'])
+                for item in items:
+                    found[('Node', item['metadata']['name'])] = item
+        if params['machinesets'] or params['machineset_selector']:
+            ns = params['machine_namespace']
+            try:
+                api = self.api('MachineSet')
+            except Exception as exc:  # ResourceNotFoundError: no machine API (not OpenShift)
+                raise InputError('MachineSets are not served by this cluster (machine.openshift.io/v1beta1): %s'
+                                 % exc)
+            for name in params['machinesets']:
+                try:
+                    found[('MachineSet', name)] = _dict(api.get(name=name, namespace=ns))
+                except NotFoundError:
+                    errors.append('MachineSet %s/%s does not exist' % (ns, name))
+            if params['machineset_selector']:
+                items = _dict(api.get(namespace=ns, label_selector=params['machineset_selector'])).get('items') or []
+                if not items and params['require_match']:
+                    errors.append("machineset_selector '%s' matches no MachineSet in %s"
+                                  % (params['machineset_selector'], ns))
+                for item in items:
+                    found[('MachineSet', item['metadata']['name'])] = item
+        if errors:
+            raise InputError('; '.join(errors))
+        return [(kind, found[(kind, name)]) for kind, name in sorted(found)]
+
+    def plan(self, kind, obj):
+        params = self.params
+        md = obj.get('metadata') or {}
+        result = placement.plan_taints(_taints_of(obj, kind), placement.owned_taints(md.get('annotations')),
+                                       params['taints'], params['state'], params['remove'])
+        result['kind'] = kind
+        result['name'] = md.get('name')
+        if md.get('namespace'):
+            result['namespace'] = md['namespace']
+        result['before'] = _taints_of(obj, kind)
+        result['resource_version'] = md.get('resourceVersion')
+        return result
+
+    def write(self, kind, obj, plan):
+        """Apply one plan; on 409 re-read and plan again (returns the final plan)."""
+        for _attempt in range(max(self.params['conflict_retries'], 0) + 1):
+            if not plan['changed']:
+                return plan
+            if plan['conflicts']:
+                raise InputError('%s %s: %s' % (kind, plan['name'], '; '.join(plan['conflicts'])))
+            body = _nest(KINDS[kind][1], plan['taints'] or None)
+            body['metadata'] = {'resourceVersion': plan['resource_version'], 'annotations': {
+                placement.OWNED_ANNOTATION: placement.owned_annotation_value(plan['owned'])}}
+            try:
+                self.api(kind).patch(body=body, name=plan['name'], namespace=plan.get('namespace'),
+                                     content_type=MERGE_PATCH)
+                return plan
+            except ConflictError:
+                obj = _dict(self.api(kind).get(name=plan['name'], namespace=plan.get('namespace')))
+                plan = self.plan(kind, obj)
+        raise InputError('%s %s kept changing concurrently (%d conflicts); run again'
+                         % (kind, plan['name'], self.params['conflict_retries'] + 1))
+
+
+def _public(plan):
+    out = dict((k, plan[k]) for k in ('kind', 'name', 'changed', 'added', 'updated', 'removed', 'adopted',
+                                      'kept'))
+    if plan.get('namespace'):
+        out['namespace'] = plan['namespace']
+    out['taints'] = plan['taints']
+    return out
+
+
+def run(conn, params, check_mode):
+    errors = taint_errors(params['taints'], 'taints') + placement.remove_spec_errors(params['remove'])
+    if not (params['nodes'] or params['label_selector'] or params['machinesets'] or params['machineset_selector']):
+        errors.append('select something to taint: nodes, label_selector, machinesets or machineset_selector')
+    if errors:
+        raise InputError('; '.join(errors))
+    engine = Taints(conn, params)
+    objects = engine.read_all()
+    plans = [engine.plan(kind, obj) for kind, obj in objects]
+    conflicts = ['%s %s: %s' % (p['kind'], p['name'], c) for p in plans for c in p['conflicts']]
+    if conflicts:
+        raise InputError('taint conflicts, nothing changed: ' + '; '.join(conflicts))
+    final = []
+    for (kind, obj), plan in zip(objects, plans):
+        if not check_mode:
+            plan = engine.write(kind, obj, plan)
+        final.append(plan)
+    changed = [p for p in final if p['changed']]
+    diff = {'before': {}, 'after': {}}
+    for plan in changed:
+        label = '%s/%s' % (plan['kind'], plan['name'])
+        diff['before'][label] = plan['before']
+        diff['after'][label] = plan['taints']
+    return {'changed': bool(changed), 'objects': [_public(p) for p in final],
+            'changed_objects': ['%s/%s' % (p['kind'], p['name']) for p in changed], 'diff': diff}
+
+
+def main():
+    module = gpu_module(argument_spec=argument_spec(
+        taints=dict(type='list', elements='dict', default=[]),
+        state=dict(type='str', choices=['present', 'absent'], default='present'),
+        nodes=dict(type='list', elements='str', default=[]),
+        label_selector=dict(type='str'),
+        machinesets=dict(type='list', elements='str', default=[]),
+        machineset_selector=dict(type='str'),
+        machine_namespace=dict(type='str', default='openshift-machine-api'),
+        remove=dict(type='list', elements='str', default=[]),
+        require_match=dict(type='bool', default=True),
+        conflict_retries=dict(type='int', default=5),
+    ))
+    conn = connect(module)
+    try:
+        result = run(conn, module.params, module.check_mode)
+    except InputError as exc:
+        module.fail_json(msg=str(exc), changed=False)
+    except DynamicApiError as exc:
+        module.fail_json(msg='Kubernetes API error: %s' % json.dumps(getattr(exc, 'summary', lambda: str(exc))()),
+                         changed=False)
+    diff = result.pop('diff')
+    if module._diff:
+        result['diff'] = diff
+    module.exit_json(**result)
+
+
+if __name__ == '__main__':
+    main()

@@ -1,0 +1,310 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, gpuops.gpu contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import (absolute_import, division, print_function)
+__metaclass__ = type
+
+DOCUMENTATION = r'''
+module: sharing_rollout
+short_description: Set the GPU sharing profile (time-slicing, MPS) of node groups safely, in batches
+version_added: 0.1.0
+author:
+  - gpuops.gpu contributors (@gpuops)
+description:
+  - Applies C(nvidia.com/device-plugin.config) values to GPU nodes, batch by batch - cordon, evict the pods
+    that use GPU resources (PodDisruptionBudgets honoured, only with O(drain=true)), set or remove the label,
+    restart the device-plugin pods on the node when the profile's content changed, wait for GPU feature
+    discovery's C(nvidia.com/gpu.replicas) and C(nvidia.com/gpu.sharing-strategy) labels, verify the node's
+    allocatable GPU resources (physical devices x replicas), uncordon.
+  - Every assignment is validated before anything is written - the profile must be a key of the device-plugin
+    ConfigMap named by the ClusterPolicy C(devicePlugin.config.name) (or of O(profiles)), and valid for the
+    cluster's MIG strategy and the node's GPU (MPS replica limit by compute capability, MPS refused with MIG
+    strategy C(mixed) and on nodes with MIG enabled, C(nvidia.com/mig-*) resources only with C(mixed)).
+  - The GPU operator and the device plugin's config-manager do not watch the ConfigMap content; a changed
+    profile is only read when the plugin restarts. The module records the content hash each node runs with in
+    the C(gpuops.gpu/device-plugin-config-hash) annotation and deletes the device-plugin, GPU feature discovery
+    and MPS control daemon pods on a node (see O(restart_pod_selector)) when it differs; their DaemonSets
+    recreate them with the new content.
+  - Idempotent - nodes whose label, recorded content hash, sharing labels and allocatable resources are already
+    right are not touched.
+  - Resumable - progress is kept in C(gpuops.gpu/*) annotations on the nodes, so a run that was killed is finished
+    by the next run, and only nodes this module cordoned are uncordoned.
+options:
+  assignments:
+    description:
+      - Which nodes get which sharing profile. Give O(assignments[].nodes), a label selector, or both.
+      - Select node groups by stable labels (a MachineSet, pool or node-group label, or C(nvidia.com/gpu.present)),
+        never by C(nvidia.com/gpu.product), which gains a C(-SHARED) suffix when a node is shared.
+    type: list
+    elements: dict
+    required: true
+    suboptions:
+      profile:
+        description:
+          - A key of the device-plugin ConfigMap (the label value).
+          - V(none) (or empty) - the node must not be shared. The label is removed when the config-manager then
+            falls back to an unshared config (no C(devicePlugin.config.default), or an unshared one); when the
+            default shares GPUs it is set to an unshared profile (O(unshared_profile)). A node already labelled
+            with an unshared profile keeps it.
+          - V(default) - the label is removed and the node follows C(devicePlugin.config.default). Such an assignment
+            only covers the nodes no other assignment names, so a cluster-wide default with exceptions is
+            C([{label_selector: nvidia.com/gpu.present=true, profile: default}, {selector: ..., profile: ...}]).
+        type: str
+        required: true
+      nodes:
+        description: Node names.
+        type: list
+        elements: str
+      label_selector:
+        description: A label selector string, for example C(gpuops.dev/pool=inference).
+        type: str
+      selector:
+        description: Labels the nodes must carry (equality), as a dict.
+        type: dict
+  operator_namespace:
+    description: Namespace of the GPU operator (the device-plugin ConfigMap and pods).
+    type: str
+    default: nvidia-gpu-operator
+  cluster_policy:
+    description: Name of the ClusterPolicy to read C(devicePlugin.config) and C(mig.strategy) from. Default is the only one.
+    type: str
+  config_map:
+    description: The device-plugin ConfigMap. Default is the ClusterPolicy's C(devicePlugin.config.name).
+    type: str
+  profiles:
+    description:
+      - The profiles (name to device-plugin config) to validate against instead of reading O(config_map), for example
+        the ones a role is about to write, so check mode can plan before the ConfigMap exists. They are rendered
+        exactly as the M(gpuops.gpu.sharing) role writes them, so the content hashes match.
+    type: dict
+  default_profile:
+    description:
+      - Overrides the ClusterPolicy's C(devicePlugin.config.default) (the profile of nodes without the label);
+        an empty string means no default.
+    type: str
+  unshared_profile:
+    description:
+      - The profile set on nodes assigned V(none) while the default profile shares GPUs. Default is the first (by name)
+        profile without sharing.
+    type: str
+  mig_strategy:
+    description: Overrides the ClusterPolicy C(mig.strategy) used to validate profiles and compute the expected resources.
+    type: str
+    choices: [none, single, mixed]
+  mig_catalog_overrides:
+    description: Extra or corrected GPU products for the catalog the compute capability is read from.
+    type: dict
+  restart_pod_selector:
+    description:
+      - Label selector of the pods, in O(operator_namespace) on the node, deleted when the profile content changed.
+    type: str
+    default: app in (nvidia-device-plugin-daemonset,gpu-feature-discovery,nvidia-device-plugin-mps-control-daemon)
+  max_unavailable:
+    description:
+      - Nodes changed at once, as a count or a percentage of the assigned nodes (rounded up, at least 1).
+        Nodes already cordoned count against it.
+    type: raw
+    default: 1
+  drain:
+    description:
+      - Evict pods using GPU resources before changing the profile. On by default because a profile change
+        restarts the device plugin and changes the number (and possibly the name) of the advertised resources
+        under running pods. Turn it off only where the workloads tolerate it.
+    type: bool
+    default: true
+  pod_selector:
+    description: Labels of extra pods (not using GPUs) to evict as well.
+    type: dict
+  force:
+    description: Delete pods whose eviction a PodDisruptionBudget still blocks after O(drain_timeout).
+    type: bool
+    default: false
+  grace_period:
+    description: Termination grace period for evicted pods, seconds. Default is the pod's own.
+    type: int
+  drain_timeout:
+    description: Seconds to wait for GPU pods to leave a node (PDB blocks are retried until then).
+    type: int
+    default: 300
+  state_timeout:
+    description: Seconds to wait for the restarted pods and the sharing labels before the node counts as stuck.
+    type: int
+    default: 300
+  verify:
+    description: Check that the node's allocatable GPU resources match the profile.
+    type: bool
+    default: true
+  verify_timeout:
+    description: Seconds to wait for the device plugin to advertise the expected resources.
+    type: int
+    default: 180
+  api_timeout:
+    description:
+      - Seconds the Kubernetes API may be unavailable (restart, overload) before the rollout stops. Progress is
+        kept on the nodes, so the next run resumes.
+    type: int
+    default: 300
+  poll_interval:
+    description: Seconds between checks.
+    type: float
+    default: 1.0
+extends_documentation_fragment:
+  - kubernetes.core.k8s_auth_options
+  - gpuops.gpu.auth
+attributes:
+  check_mode:
+    support: full
+    details: Returns the plan (batches, label changes, plugin restarts, expected resources, pods to evict) and writes nothing.
+  diff_mode:
+    support: full
+    details: Shows the label and allocatable changes per node.
+'''
+
+EXAMPLES = r'''
+- name: Time-slice the inference pool 4 ways, the A100 training pool stays unshared
+  gpuops.gpu.sharing_rollout:
+    assignments:
+      - label_selector: gpuops.dev/pool=inference
+        profile: time-sliced-4
+      - selector:
+          gpuops.dev/pool: training
+        profile: none
+
+- name: Every GPU node follows devicePlugin.config.default, except the L40S group (MPS), two nodes at a time
+  gpuops.gpu.sharing_rollout:
+    assignments:
+      - label_selector: nvidia.com/gpu.present=true
+        profile: default
+      - selector:
+          gpuops.dev/node-group: l40s
+        profile: mps-10
+    max_unavailable: 2
+
+- name: What would change?
+  gpuops.gpu.sharing_rollout:
+    assignments:
+      - label_selector: gpuops.dev/pool=inference
+        profile: time-sliced-8
+  check_mode: true
+  register: plan
+'''
+
+RETURN = r'''
+changed:
+  description: Whether any node was (or, in check mode, would be) changed.
+  returned: always
+  type: bool
+batches:
+  description: Node names per batch, in order.
+  returned: always
+  type: list
+  elements: list
+  sample: [["t4-0"], ["l40s-0"]]
+plan:
+  description:
+    - Check mode only - per batch, the nodes with their label now and after, the profile, whether the device plugin
+      is restarted, allocatable now and expected, pods to evict and blocking PDBs.
+  returned: check mode
+  type: list
+  elements: dict
+nodes:
+  description: Per node changed - target, final phase, pods evicted, pods restarted, allocatable after, duration in seconds.
+  returned: success or rollout failure
+  type: list
+  elements: dict
+assignments:
+  description: The resolved node to profile map (V(none) and V(default) as given).
+  returned: success
+  type: dict
+  sample: {"t4-0": "time-sliced-4", "a100-0": "none"}
+profiles:
+  description: The profiles of the ConfigMap (or O(profiles)) with their sharing strategy (none, time-slicing, mps).
+  returned: success
+  type: dict
+mig_strategy:
+  description: The MIG strategy the profiles were validated and the expected resources computed for.
+  returned: success
+  type: str
+config_map:
+  description: The device-plugin ConfigMap validated against.
+  returned: success
+  type: str
+default_profile:
+  description: The profile of nodes without the label (C(devicePlugin.config.default)), null for none.
+  returned: success
+  type: str
+unshared_profile:
+  description: The profile used for V(none) assignments while the default shares GPUs.
+  returned: success
+  type: str
+untouched:
+  description: Nodes not started because the rollout stopped on a failure.
+  returned: failure
+  type: list
+  elements: str
+api_requests:
+  description: Kubernetes API requests made.
+  returned: success
+  type: int
+duration_s:
+  description: Wall time of the run in seconds.
+  returned: success
+  type: float
+'''
+
+from ansible_collections.gpuops.gpu.plugins.module_utils.k8s_client import argument_spec, connect, gpu_module
+from ansible_collections.gpuops.gpu.plugins.module_utils.sharing_cluster import InputError, RolloutFailed, run
+from ansible_collections.gpuops.gpu.plugins.module_utils.sharing_target import RESTART_SELECTOR
+
+
+def main():
+    module = gpu_module(argument_spec=argument_spec(
+        assignments=dict(type='list', elements='dict', required=True, options=dict(
+            profile=dict(type='str', required=True),
+            nodes=dict(type='list', elements='str'),
+            label_selector=dict(type='str'),
+            selector=dict(type='dict'),
+        )),
+        operator_namespace=dict(type='str', default='nvidia-gpu-operator'),
+        cluster_policy=dict(type='str'),
+        config_map=dict(type='str'),
+        profiles=dict(type='dict'),
+        default_profile=dict(type='str'),
+        unshared_profile=dict(type='str'),
+        mig_strategy=dict(type='str', choices=['none', 'single', 'mixed']),
+        mig_catalog_overrides=dict(type='dict'),
+        restart_pod_selector=dict(type='str', default=RESTART_SELECTOR),
+        max_unavailable=dict(type='raw', default=1),
+        drain=dict(type='bool', default=True),
+        pod_selector=dict(type='dict'),
+        force=dict(type='bool', default=False),
+        grace_period=dict(type='int'),
+        drain_timeout=dict(type='int', default=300),
+        state_timeout=dict(type='int', default=300),
+        verify=dict(type='bool', default=True),
+        verify_timeout=dict(type='int', default=180),
+        api_timeout=dict(type='int', default=300),
+        poll_interval=dict(type='float', default=1.0),
+    ))
+    conn = connect(module)
+    try:
+        result = run(conn, module.params, module.check_mode)
+    except InputError as exc:
+        module.fail_json(msg=str(exc), changed=False)
+    except RolloutFailed as exc:
+        failed = dict(exc.result, changed=True)
+        failed.pop('diff', None)
+        module.fail_json(msg=str(exc), **failed)
+    diff = result.pop('diff')
+    if module._diff:
+        result['diff'] = diff
+    warnings = result.pop('warnings')
+    for warning in warnings:
+        module.warn(warning)
+    module.exit_json(**result)
+
+
+if __name__ == '__main__':
+    main()

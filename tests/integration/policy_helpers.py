@@ -1,0 +1,80 @@
+"""Helpers shared by the quotas / hami / reset integration tests: the ClusterPolicy NVIDIA ships in
+its OLM bundle (read from the gpu-operator Go module at test time, never copied), created and
+reconciled to ready by the real gpu-operator of the virtual GPU cluster; a device-plugin sharing
+config (time-slicing) switched on the way a user of the operator would."""
+
+import copy
+import glob
+import json
+import os
+import subprocess
+import time
+
+import yaml
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+CP = ('nvidia.com', 'v1', 'clusterpolicies')
+POLICY_NAME = 'gpu-cluster-policy'
+MANAGED = {'app.kubernetes.io/managed-by': 'gpuops.gpu'}
+
+
+def asset_module(key):
+    out = subprocess.run([os.path.join(REPO, 'tests', 'testbed', 'hack', 'asset-modules.sh')],
+                         capture_output=True, text=True, check=True).stdout
+    return dict(line.split(' ', 1) for line in out.strip().splitlines())[key]
+
+
+def clusterpolicy_from_csv(name=POLICY_NAME):
+    mod = asset_module('gpu-operator')
+    with open(glob.glob(os.path.join(mod, 'bundle', 'manifests', '*.clusterserviceversion.yaml'))[0]) as f:
+        csv = yaml.safe_load(f)
+    examples = json.loads(csv['metadata']['annotations']['alm-examples'])
+    policy = copy.deepcopy(next(e for e in examples if e['kind'] == 'ClusterPolicy'))
+    policy['metadata'] = {'name': name}
+    return policy
+
+
+def wait_for(predicate, timeout=120, interval=0.5, what='condition'):
+    end = time.monotonic() + timeout
+    last = None
+    while time.monotonic() < end:
+        last = predicate()
+        if last:
+            return last
+        time.sleep(interval)
+    raise AssertionError('timed out after %ss waiting for %s (last: %r)' % (timeout, what, last))
+
+
+def get_policy(custom, name=POLICY_NAME):
+    return custom.get_cluster_custom_object(*CP, name)
+
+
+def ensure_cluster_policy(custom, name=POLICY_NAME, timeout=240):
+    """Create the CSV example ClusterPolicy (unless there is one) and wait for state ready."""
+    if not custom.list_cluster_custom_object(*CP).get('items'):
+        custom.create_cluster_custom_object(*CP, clusterpolicy_from_csv(name))
+    return wait_for(lambda: (get_policy(custom, name).get('status') or {}).get('state') == 'ready',
+                    timeout, 1, 'ClusterPolicy %s ready' % name)
+
+
+def time_slicing_config(replicas):
+    return yaml.safe_dump({'version': 'v1', 'sharing': {'timeSlicing': {'resources': [
+        {'name': 'nvidia.com/gpu', 'replicas': replicas}]}}})
+
+
+def enable_time_slicing(core, custom, namespace, nodes, replicas=4, cm_name='gpuops-device-plugin-config',
+                        key='ts', labels=None):
+    """Device-plugin ConfigMap with one time-slicing key, ClusterPolicy devicePlugin.config pointing at
+    it, the nodes labelled nvidia.com/device-plugin.config=<key>; waits for the replicas label."""
+    body = {'metadata': {'name': cm_name, 'labels': dict(MANAGED if labels is None else labels)},
+            'data': {key: time_slicing_config(replicas)}}
+    try:
+        core.create_namespaced_config_map(namespace, body)
+    except Exception:  # already there: replace its content
+        core.patch_namespaced_config_map(cm_name, namespace, body)
+    custom.patch_cluster_custom_object(*CP, POLICY_NAME, {'spec': {'devicePlugin': {'config': {'name': cm_name,
+                                                                                               'default': ''}}}})
+    for node in nodes:
+        core.patch_node(node, {'metadata': {'labels': {'nvidia.com/device-plugin.config': key}}})
+    wait_for(lambda: all((core.read_node(n).metadata.labels or {}).get('nvidia.com/gpu.replicas') == str(replicas)
+                         for n in nodes), 90, 0.5, 'nvidia.com/gpu.replicas=%d on %s' % (replicas, nodes))

@@ -1,0 +1,131 @@
+"""The gpuops.gpu.mig role on the virtual GPU cluster, with the real gpu-operator reconciling the
+ClusterPolicy NVIDIA ships as its OLM example: custom configs → ConfigMap → ClusterPolicy → rollout."""
+
+import time
+
+import pytest
+import yaml
+from kubernetes import client, config as kconfig
+
+from ansible_run import facts_diff, node_facts, run_play
+from cluster_policy_example import clusterpolicy_example
+
+NS = 'gpu-operator'
+CM = 'gpuops-mig-parted-config'
+VARS = {
+    'mig_operator_namespace': NS,
+    'mig_strategy': 'mixed',
+    'mig_custom_configs': {
+        'a100-3g-2x1g': [{'devices': 'all', 'mig-enabled': True, 'mig-devices': {'3g.20gb': 1, '2g.10gb': 1,
+                                                                                   '1g.5gb': 2}}],
+        'a100-per-index': [{'devices': [0, 1, 2, 3], 'mig-enabled': True, 'mig-devices': {'1g.5gb': 7}},
+                           {'devices': [4, 5, 6, 7], 'mig-enabled': False}],
+    },
+    'mig_assignments': [{'nodes': ['a100-0'], 'config': 'a100-3g-2x1g'},
+                        {'nodes': ['a100-1'], 'config': 'a100-per-index'},
+                        {'selector': {'gpuops.dev/node-group': 'h100'}, 'config': 'all-1g.10gb'}],
+    'mig_poll_interval': 0.3,
+    'mig_verify_timeout': 60,
+    'mig_state_timeout': 60,
+}
+
+
+def role(kubeconfig, variables, check=False, diff=False):
+    task = {'name': 'mig role', 'ansible.builtin.include_role': {'name': 'gpuops.gpu.mig'}}
+    return run_play(kubeconfig, [task], check=check, diff=diff, vars=variables)
+
+
+def changed_tasks(results):
+    return sorted(name for name, res in results.items() if res.get('changed'))
+
+
+@pytest.fixture(scope='module')
+def apis(testbed):
+    api = kconfig.new_client_from_config(config_file=testbed.kubeconfig)
+    return client.CoreV1Api(api), client.CustomObjectsApi(api)
+
+
+@pytest.fixture(scope='module', autouse=True)
+def cluster_policy(apis):
+    core, custom = apis
+    custom.create_cluster_custom_object('nvidia.com', 'v1', 'clusterpolicies', clusterpolicy_example())
+    deadline = time.monotonic() + 180
+    while time.monotonic() < deadline:
+        got = custom.get_cluster_custom_object('nvidia.com', 'v1', 'clusterpolicies', 'gpu-cluster-policy')
+        ready = (got.get('status') or {}).get('state') == 'ready'
+        labelled = all((core.read_node(n).metadata.labels or {}).get('nvidia.com/gpu.product')
+                       for n in ('a100-0', 'a100-1', 'h100-0', 'h100-1'))
+        if ready and labelled:
+            return
+        time.sleep(1)
+    pytest.fail('ClusterPolicy not ready / GPU nodes not labelled')
+
+
+def snapshot(apis):
+    core, custom = apis
+    nodes = node_facts(core)
+    cms = dict((c.metadata.name, c.metadata.resource_version) for c in core.list_namespaced_config_map(NS).items)
+    policy = custom.get_cluster_custom_object('nvidia.com', 'v1', 'clusterpolicies', 'gpu-cluster-policy')
+    return nodes, cms, policy['spec']
+
+
+def test_check_mode_writes_nothing(testbed, apis):
+    before = snapshot(apis)
+    rc, results, raw = role(testbed.kubeconfig, VARS, check=True)
+    assert rc == 0, raw[-3000:]
+    assert results['Roll the MIG configs out to the node groups']['changed'] is True
+    plan = results['Roll the MIG configs out to the node groups']['plan']
+    assert sorted(e['node'] for b in plan for e in b['nodes']) == ['a100-0', 'a100-1', 'h100-0', 'h100-1']
+    after = snapshot(apis)
+    assert facts_diff(before[0], after[0]) == []
+    assert after[1:] == before[1:]
+
+
+def test_role_applies_then_is_idempotent(testbed, apis):
+    core, custom = apis
+    rc, results, raw = role(testbed.kubeconfig, VARS, diff=True)
+    assert rc == 0, raw[-3000:]
+    cm = core.read_namespaced_config_map(CM, NS)
+    document = yaml.safe_load(cm.data['config.yaml'])
+    assert set(VARS['mig_custom_configs']) <= set(document['mig-configs'])
+    assert 'all-disabled' in document['mig-configs'] and 'all-1g.10gb' in document['mig-configs']
+    spec = custom.get_cluster_custom_object('nvidia.com', 'v1', 'clusterpolicies', 'gpu-cluster-policy')['spec']
+    assert spec['mig']['strategy'] == 'mixed'
+    assert spec['migManager']['config'] == {'name': CM, 'default': 'all-disabled'}
+    alloc = dict((n, core.read_node(n).status.allocatable) for n in ('a100-0', 'a100-1', 'h100-0'))
+    assert alloc['a100-0']['nvidia.com/mig-3g.20gb'] == '8' and alloc['a100-0']['nvidia.com/mig-1g.5gb'] == '16'
+    assert alloc['a100-1']['nvidia.com/mig-1g.5gb'] == '28' and alloc['a100-1']['nvidia.com/gpu'] == '4'
+    assert alloc['h100-0']['nvidia.com/mig-1g.10gb'] == '56'
+    rc, again, raw = role(testbed.kubeconfig, VARS)
+    assert rc == 0, raw[-3000:]
+    assert changed_tasks(again) == [], changed_tasks(again)
+
+
+def test_back_to_all_disabled(testbed, apis):
+    core, _custom = apis
+    variables = dict(VARS, mig_assignments=[{'label_selector': 'gpuops.dev/pool=training', 'config': 'all-disabled'}])
+    rc, _results, raw = role(testbed.kubeconfig, variables)
+    assert rc == 0, raw[-3000:]
+    for name in ('a100-0', 'a100-1', 'h100-0', 'h100-1'):
+        node = core.read_node(name)
+        assert node.metadata.labels['nvidia.com/mig.config'] == 'all-disabled'
+        assert node.status.allocatable['nvidia.com/gpu'] == '8'
+        assert not node.spec.unschedulable
+
+
+@pytest.mark.parametrize('override,fragment', [
+    ({'mig_custom_configs': {'bad': [{'devices': 'all', 'mig-enabled': True, 'mig-devices': {'9g.99gb': 1}}]},
+      'mig_assignments': [{'nodes': ['a100-0'], 'config': 'bad'}]}, '9g.99gb'),
+    ({'mig_custom_configs': {'bad': [{'devices': 'all', 'mig-enabled': 'yes please'}]}}, 'mig-enabled'),
+    ({'mig_strategy': 'diagonal'}, 'diagonal'),
+    ({'mig_assignments': [{'nodes': ['a100-0'], 'config': 'a100-3g-2x1g'}], 'mig_strategy': 'single'}, 'single'),
+    ({'mig_cluster_policy_name': 'nope'}, 'ClusterPolicy'),
+])
+def test_bad_input_fails_before_writing(testbed, apis, override, fragment):
+    before = snapshot(apis)
+    rc, _results, raw = role(testbed.kubeconfig, dict(VARS, **override))
+    assert rc != 0
+    assert fragment in raw, raw[-3000:]
+    after = snapshot(apis)
+    assert facts_diff(before[0], after[0]) == []
+    assert after[1:] == before[1:]

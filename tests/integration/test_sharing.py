@@ -1,0 +1,322 @@
+"""gpuops.gpu.sharing (role) and gpuops.gpu.sharing_rollout (module) on the virtual GPU cluster: the real
+apiserver and gpu-operator (which rolls its DaemonSets when devicePlugin.config changes), KWOK nodes and
+the simulated device plugin / GFD (tests/testbed/gpusim), which - like the real one - only reads a changed
+ConfigMap when its pod restarts.
+
+The tests build on each other (one cluster for the module, in file order): cluster-wide time-slicing,
+then per node group (time-slicing 10 on A100, unshared H100, MPS renamed on L40S), a second run and a
+check-mode run that change nothing, bad inputs that fail before any write, a profile content change that
+restarts the plugin, then MIG strategy mixed with time-sliced MIG devices."""
+
+import copy
+import glob
+import json
+import os
+import subprocess
+import time
+
+import pytest
+import yaml
+from kubernetes import client, config as kconfig
+
+from ansible_run import run_play
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+NS = 'gpu-operator'
+CM = 'gpuops-device-plugin-config'
+CP = 'gpu-cluster-policy'
+LABEL = 'nvidia.com/device-plugin.config'
+HASH = 'gpuops.gpu/device-plugin-config-hash'
+GPU_NODES = ['a100-0', 'a100-1', 'h100-0', 'h100-1', 'l40s-0', 't4-0']
+DP_APP = 'app=nvidia-device-plugin-daemonset'
+
+
+def ts(replicas, resource='nvidia.com/gpu'):
+    return {'sharing': {'timeSlicing': {'resources': [{'name': resource, 'replicas': replicas}]}}}
+
+
+MPS_10_RENAMED = {'version': 'v1', 'sharing': {'mps': {'renameByDefault': True, 'resources': [
+    {'name': 'nvidia.com/gpu', 'replicas': 10}]}}}
+PROFILES = {'inference': ts(4), 'a100-ts-10': ts(10), 'mps-10': MPS_10_RENAMED, 'unshared': {}}
+BASE = {'sharing_operator_namespace': NS, 'sharing_poll_interval': 0.3, 'sharing_state_timeout': 60,
+        'sharing_verify_timeout': 60, 'sharing_max_unavailable': '50%'}
+CLUSTER_WIDE = dict(BASE, sharing_profiles=PROFILES, sharing_default_profile='inference')
+PER_GROUP = dict(CLUSTER_WIDE, sharing_assignments=[
+    {'selector': {'gpuops.dev/node-group': 'a100'}, 'profile': 'a100-ts-10'},
+    {'label_selector': 'gpuops.dev/node-group=h100', 'profile': 'none'},
+    {'nodes': ['l40s-0'], 'profile': 'mps-10'}])
+
+
+# ------------------------------------------------------------------------------------------ helpers
+
+def clusterpolicy_from_csv():
+    """The ClusterPolicy NVIDIA ships as the OLM example (alm-examples of the CSV in the gpu-operator module)."""
+    out = subprocess.run([os.path.join(REPO, 'tests', 'testbed', 'hack', 'asset-modules.sh')],
+                         stdout=subprocess.PIPE, text=True, check=True).stdout
+    mod = dict(line.split(' ', 1) for line in out.strip().splitlines())['gpu-operator']
+    with open(glob.glob(os.path.join(mod, 'bundle', 'manifests', '*.clusterserviceversion.yaml'))[0]) as f:
+        csv = yaml.safe_load(f)
+    policy = copy.deepcopy(next(e for e in json.loads(csv['metadata']['annotations']['alm-examples'])
+                                if e['kind'] == 'ClusterPolicy'))
+    policy['metadata'] = {'name': CP}
+    return policy
+
+
+def wait_for(predicate, timeout=120, interval=0.5, what='condition'):
+    end = time.monotonic() + timeout
+    last = None
+    while time.monotonic() < end:
+        last = predicate()
+        if last:
+            return last
+        time.sleep(interval)
+    raise AssertionError('timed out waiting for %s (last: %r)' % (what, last))
+
+
+@pytest.fixture(scope='module')
+def core(testbed):
+    return client.CoreV1Api(kconfig.new_client_from_config(config_file=testbed.kubeconfig))
+
+
+@pytest.fixture(scope='module')
+def custom(testbed):
+    return client.CustomObjectsApi(kconfig.new_client_from_config(config_file=testbed.kubeconfig))
+
+
+@pytest.fixture(scope='module', autouse=True)
+def operator_ready(testbed, core, custom):
+    """The operator's ClusterPolicy, reconciled to ready, and GFD labels on every GPU node."""
+    custom.create_cluster_custom_object('nvidia.com', 'v1', 'clusterpolicies', clusterpolicy_from_csv())
+    wait_for(lambda: (custom.get_cluster_custom_object('nvidia.com', 'v1', 'clusterpolicies', CP).get('status')
+                      or {}).get('state') == 'ready', 240, 1, 'ClusterPolicy ready')
+    wait_for(lambda: all(labels(core, n).get('nvidia.com/gpu.replicas') for n in GPU_NODES), 120,
+             what='GFD labels')
+    wait_for(lambda: len(dp_pods(core)) == len(GPU_NODES), 120, what='device-plugin pods')
+
+
+def labels(core, name):
+    return core.read_node(name).metadata.labels or {}
+
+
+def alloc(core, name):
+    return dict((k, v) for k, v in (core.read_node(name).status.allocatable or {}).items() if k.startswith('nvidia.com/'))
+
+
+def dp_pods(core):
+    return dict((p.spec.node_name, p.metadata.uid) for p in core.list_namespaced_pod(NS, label_selector=DP_APP).items
+                if p.status.phase == 'Running' and not p.metadata.deletion_timestamp)
+
+
+def plugin_rolled_out(apps):
+    """The operator rolled its device-plugin DaemonSet to the current devicePlugin.config everywhere."""
+    ds = apps.read_namespaced_daemon_set('nvidia-device-plugin-daemonset', NS).status
+    return (ds.desired_number_scheduled == len(GPU_NODES) and ds.updated_number_scheduled == ds.desired_number_scheduled
+            and ds.number_available == ds.desired_number_scheduled)
+
+
+def snapshot(core, custom):
+    """What a failed run must not have changed: the ConfigMap, the ClusterPolicy spec, the nodes' sharing state."""
+    try:
+        cm = core.read_namespaced_config_map(CM, NS).metadata.resource_version
+    except client.ApiException:
+        cm = None
+    policy = custom.get_cluster_custom_object('nvidia.com', 'v1', 'clusterpolicies', CP)
+    nodes = {}
+    for node in core.list_node().items:
+        ann = node.metadata.annotations or {}
+        nodes[node.metadata.name] = ((node.metadata.labels or {}).get(LABEL), ann.get(HASH), bool(node.spec.unschedulable),
+                                     sorted(k for k in ann if k.startswith('gpuops.gpu/rollout')))
+    return cm, policy['metadata']['generation'], nodes
+
+
+def role(kubeconfig, variables, check=False, diff=False, extra_tasks=()):
+    task = {'name': 'sharing', 'ansible.builtin.include_role': {'name': 'gpuops.gpu.sharing'}}
+    rc, results, raw = run_play(kubeconfig, [task] + list(extra_tasks), check=check, diff=diff, vars=variables)
+    return rc, results, raw
+
+
+def assert_clean(core):
+    for name in GPU_NODES:
+        node = core.read_node(name)
+        assert not node.spec.unschedulable, '%s left cordoned' % name
+        assert not [k for k in (node.metadata.annotations or {}) if k.startswith('gpuops.gpu/rollout')], name
+
+
+# ------------------------------------------------------------------------------------------ tests
+
+def test_cluster_wide_time_slicing(testbed, core, custom):
+    apps = client.AppsV1Api(kconfig.new_client_from_config(config_file=testbed.kubeconfig))
+    rc, results, raw = role(testbed.kubeconfig, CLUSTER_WIDE)
+    assert rc == 0, raw[-4000:]
+    rollout = results['Roll the sharing profiles out to the node groups']
+    assert rollout['changed'] is True and sorted(rollout['assignments']) == GPU_NODES
+    assert set(rollout['assignments'].values()) == {'default'}
+    spec = custom.get_cluster_custom_object('nvidia.com', 'v1', 'clusterpolicies', CP)['spec']['devicePlugin']
+    assert spec['config'] == {'name': CM, 'default': 'inference'}
+    assert spec['mps'] == {'root': '/run/nvidia/mps'}
+    assert alloc(core, 't4-0') == {'nvidia.com/gpu': '4'}       # 1 T4 x replicas 4
+    assert alloc(core, 'a100-0') == {'nvidia.com/gpu': '32'}    # 8 A100 x 4
+    t4 = labels(core, 't4-0')
+    assert LABEL not in t4  # follows devicePlugin.config.default
+    assert t4['nvidia.com/gpu.replicas'] == '4' and t4['nvidia.com/gpu.sharing-strategy'] == 'time-slicing'
+    assert t4['nvidia.com/gpu.product'] == 'Tesla-T4-SHARED'
+    assert core.read_node('t4-0').metadata.annotations.get(HASH)
+    assert_clean(core)
+    wait_for(lambda: plugin_rolled_out(apps), 120, what='the operator to roll the device-plugin DaemonSet')
+
+
+def test_per_node_group_time_slicing_mps_and_unshared(testbed, core):
+    rc, results, raw = role(testbed.kubeconfig, PER_GROUP, diff=True)
+    assert rc == 0, raw[-4000:]
+    rollout = results['Roll the sharing profiles out to the node groups']
+    assert rollout['assignments'] == {'a100-0': 'a100-ts-10', 'a100-1': 'a100-ts-10', 'h100-0': 'none',
+                                      'h100-1': 'none', 'l40s-0': 'mps-10', 't4-0': 'default'}
+    assert rollout['diff']['after']['a100-0'] == {LABEL: 'a100-ts-10', 'allocatable': {'nvidia.com/gpu': 80}}
+    assert 't4-0' not in rollout['diff']['after']  # already at the default
+    for name in ('a100-0', 'a100-1'):
+        assert alloc(core, name) == {'nvidia.com/gpu': '80'}   # 8 x replicas 10
+        assert labels(core, name)[LABEL] == 'a100-ts-10'
+        assert labels(core, name)['nvidia.com/gpu.replicas'] == '10'
+    for name in ('h100-0', 'h100-1'):
+        # the default shares GPUs, so "none" is the unshared profile, not a removed label
+        assert labels(core, name)[LABEL] == 'unshared'
+        assert alloc(core, name) == {'nvidia.com/gpu': '8'}
+        assert labels(core, name)['nvidia.com/gpu.sharing-strategy'] == 'none'
+    l40s = labels(core, 'l40s-0')
+    assert alloc(core, 'l40s-0') == {'nvidia.com/gpu.shared': '40'}  # MPS, renameByDefault
+    assert l40s['nvidia.com/gpu.sharing-strategy'] == 'mps' and l40s['nvidia.com/gpu.replicas'] == '10'
+    assert l40s['nvidia.com/gpu.product'] == 'NVIDIA-L40S'  # renamed resources get no -SHARED
+    assert alloc(core, 't4-0') == {'nvidia.com/gpu': '4'}
+    assert_clean(core)
+
+
+def test_second_run_and_check_mode_change_nothing(testbed, core, custom):
+    before = snapshot(core, custom)
+    rc, results, raw = role(testbed.kubeconfig, PER_GROUP)
+    assert rc == 0, raw[-4000:]
+    changed = dict((name, r.get('changed')) for name, r in results.items() if r.get('changed'))
+    assert changed == {}, changed
+    rc, results, raw = role(testbed.kubeconfig, PER_GROUP, check=True)
+    assert rc == 0, raw[-4000:]
+    assert not [name for name, r in results.items() if r.get('changed')], raw[-3000:]
+    assert results['Roll the sharing profiles out to the node groups']['batches'] == []
+    assert snapshot(core, custom) == before
+
+
+def test_check_mode_plans_a_content_change_and_writes_nothing(testbed, core, custom):
+    before, pods = snapshot(core, custom), dp_pods(core)
+    changed = dict(PER_GROUP, sharing_profiles=dict(PROFILES, inference=ts(6)))
+    rc, results, raw = role(testbed.kubeconfig, changed, check=True)
+    assert rc == 0, raw[-4000:]
+    assert results['Write the device-plugin ConfigMap (one key per profile)']['changed'] is True
+    plan = results['Roll the sharing profiles out to the node groups']['plan']
+    entries = dict((e['node'], e) for batch in plan for e in batch['nodes'])
+    assert sorted(entries) == ['t4-0'], entries  # only the node following the changed default
+    assert entries['t4-0']['restart_device_plugin'] is True
+    assert entries['t4-0']['expected_allocatable'] == {'nvidia.com/gpu': 6}
+    assert snapshot(core, custom) == before and dp_pods(core) == pods
+    assert yaml.safe_load(core.read_namespaced_config_map(CM, NS).data['inference']) == dict(ts(4), version='v1')
+
+
+def bad_block(index, variables):
+    """The role with bad variables, its failure caught (a rescued block stops the role at the failure)."""
+    return {'name': 'bad-%d' % index, 'vars': variables,
+            'block': [{'name': 'role-%d' % index, 'ansible.builtin.include_role': {'name': 'gpuops.gpu.sharing'}}],
+            'rescue': [{'name': 'caught-%d' % index, 'ansible.builtin.set_fact': {
+                'caught': '{{ ansible_failed_task.name }}: {{ ansible_failed_result.msg | default("") | string }}'}}]}
+
+
+BAD = [
+    ({'sharing_profiles': dict(PROFILES, bad=ts(1))}, 'Check the inputs', 'replicas'),
+    ({'sharing_profiles': dict(PROFILES, both={'sharing': {'timeSlicing': ts(4)['sharing']['timeSlicing'],
+                                                            'mps': MPS_10_RENAMED['sharing']['mps']}})},
+     'Check the inputs', 'either sharing.timeSlicing or sharing.mps'),
+    ({'sharing_assignments': [{'nodes': ['t4-0'], 'profile': 'no-such-profile'}]}, 'Check the node assignments',
+     "'no-such-profile' is not a key"),
+    ({'sharing_assignments': [{'label_selector': 'gpuops.dev/pool=nothing', 'profile': 'inference'}]},
+     'Check the node assignments', 'matches no node'),
+    ({'sharing_profiles': dict(PROFILES, none={})}, 'Check the inputs', 'reserved'),
+    ({'sharing_default_profile': 'missing'}, 'Check the inputs', "default profile 'missing'"),
+    ({'sharing_profiles': dict(PROFILES, **{'mps-60': {'sharing': {'mps': {'resources': [
+        {'name': 'nvidia.com/gpu', 'replicas': 60}]}}}}),
+      'sharing_assignments': [{'nodes': ['l40s-0'], 'profile': 'mps-60'}]}, 'Check the inputs', 'MPS limit of 48'),
+    ({'sharing_profiles': dict((k, v) for k, v in PROFILES.items() if k != 'mps-10'),
+      'sharing_assignments': PER_GROUP['sharing_assignments'][:2]}, 'Check the node assignments',
+     'l40s-0 is labelled nvidia.com/device-plugin.config=mps-10'),
+    ({'sharing_profiles': {'inference': ts(4), 'a100-ts-10': ts(10)}}, 'Check the node assignments',
+     'add an unshared profile'),
+]
+
+
+def test_bad_inputs_fail_before_any_write(testbed, core, custom):
+    before = snapshot(core, custom)
+    tasks = [bad_block(i, dict(PER_GROUP, **variables)) for i, (variables, _t, _f) in enumerate(BAD)]
+    rc, results, raw = run_play(testbed.kubeconfig, tasks)
+    assert rc == 0, raw[-4000:]
+    for index, (_v, task, fragment) in enumerate(BAD):
+        caught = (results.get('caught-%d' % index) or {}).get('ansible_facts', {}).get('caught', '')
+        assert caught.startswith(task) and fragment in caught, (index, caught)
+    assert snapshot(core, custom) == before
+
+
+def test_content_change_restarts_the_plugin_and_changes_capacity(testbed, core):
+    ns = 'sharing-it'
+    core.create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(name=ns)))
+    wait_for(lambda: any(sa.metadata.name == 'default' for sa in core.list_namespaced_service_account(ns).items),
+             60, what='default ServiceAccount')
+    core.create_namespaced_pod(ns, client.V1Pod(
+        metadata=client.V1ObjectMeta(name='inference'),
+        spec=client.V1PodSpec(node_name='t4-0', termination_grace_period_seconds=0, containers=[client.V1Container(
+            name='cuda', image='nvcr.io/nvidia/cuda:12.4.0-base-ubi9',
+            resources=client.V1ResourceRequirements(limits={'nvidia.com/gpu': '1'}))])))
+    wait_for(lambda: core.read_namespaced_pod('inference', ns).status.phase == 'Running', 60, what='GPU pod running')
+    pods = dp_pods(core)
+    # inference profile 4 -> 6 replicas; the MPS profile goes away and the L40S group becomes unshared
+    variables = dict(PER_GROUP, sharing_profiles=dict(((k, v) for k, v in PROFILES.items() if k != 'mps-10'),
+                                                      inference=ts(6)),
+                     sharing_assignments=PER_GROUP['sharing_assignments'][:2] + [{'nodes': ['l40s-0'], 'profile': ''}])
+    rc, results, raw = role(testbed.kubeconfig, variables)
+    assert rc == 0, raw[-4000:]
+    nodes = dict((n['node'], n) for n in results['Roll the sharing profiles out to the node groups']['nodes'])
+    assert sorted(nodes) == ['l40s-0', 't4-0'], nodes
+    assert nodes['t4-0']['evicted'] == [ns + '/inference']
+    assert any('nvidia-device-plugin-daemonset' in p for p in nodes['t4-0']['restarted'])
+    assert alloc(core, 't4-0') == {'nvidia.com/gpu': '6'}
+    assert labels(core, 't4-0')['nvidia.com/gpu.replicas'] == '6'
+    assert alloc(core, 'l40s-0') == {'nvidia.com/gpu': '4'}
+    assert labels(core, 'l40s-0')[LABEL] == 'unshared'
+    after = dp_pods(core)
+    assert after['t4-0'] != pods['t4-0'] and after['l40s-0'] != pods['l40s-0']
+    assert all(after[n] == pods[n] for n in ('a100-0', 'a100-1', 'h100-0', 'h100-1'))  # content unchanged there
+    assert 'mps-10' not in core.read_namespaced_config_map(CM, NS).data
+    assert not [p for p in core.list_namespaced_pod(ns).items if p.metadata.name == 'inference']
+    assert_clean(core)
+    core.delete_namespace(ns)
+
+
+def test_time_slicing_of_mig_devices_with_strategy_mixed(testbed, core, custom):
+    custom.patch_cluster_custom_object('nvidia.com', 'v1', 'clusterpolicies', CP, {'spec': {'mig': {'strategy': 'mixed'}}})
+    wait_for(lambda: all(labels(core, n).get('nvidia.com/mig.strategy') == 'mixed' for n in GPU_NODES), 120,
+             what='GFD reporting MIG strategy mixed')
+    profiles = dict(((k, v) for k, v in PROFILES.items() if k != 'mps-10'), inference=ts(6),
+                    **{'mig-1g-ts-2': ts(2, 'nvidia.com/mig-1g.5gb')})
+    variables = dict(PER_GROUP, sharing_profiles=profiles, sharing_assignments=[
+        {'nodes': ['a100-0'], 'profile': 'mig-1g-ts-2'}, {'nodes': ['a100-1'], 'profile': 'a100-ts-10'},
+        {'label_selector': 'gpuops.dev/node-group in (h100,l40s)', 'profile': 'none'}])
+    mig = {'name': 'mig', 'gpuops.gpu.mig_rollout': {
+        'assignments': [{'nodes': ['a100-0'], 'config': 'all-1g.5gb'}], 'operator_namespace': NS,
+        'poll_interval': 0.3, 'state_timeout': 60, 'verify_timeout': 60}}
+    mps_mixed = bad_block(0, dict(variables, sharing_profiles=dict(profiles, **{'mps-10': MPS_10_RENAMED})))
+    task = {'name': 'sharing', 'ansible.builtin.include_role': {'name': 'gpuops.gpu.sharing'}, 'vars': variables}
+    rc, results, raw = run_play(testbed.kubeconfig, [mig, mps_mixed, task])
+    assert rc == 0, raw[-4000:]
+    assert results['mig']['changed'] is True
+    caught = results['caught-0']['ansible_facts']['caught']
+    assert caught.startswith('Check the inputs') and 'mixed' in caught and 'mps-10' in caught, caught
+    assert alloc(core, 'a100-0') == {'nvidia.com/mig-1g.5gb': '112'}  # 8 GPUs x 7 x 1g.5gb x replicas 2
+    a100 = labels(core, 'a100-0')
+    assert a100['nvidia.com/mig-1g.5gb.replicas'] == '2'
+    assert a100['nvidia.com/mig-1g.5gb.sharing-strategy'] == 'time-slicing'
+    assert alloc(core, 'a100-1') == {'nvidia.com/gpu': '80'}
+    assert alloc(core, 't4-0') == {'nvidia.com/gpu': '6'}
+    assert_clean(core)
