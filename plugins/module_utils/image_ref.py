@@ -206,7 +206,9 @@ def mirror_reference(ref, repositories):
     rest, _at, digest = ref.partition('@')
     suffix = '@' + digest if _at else ''
     last = rest.rsplit('/', 1)[-1]
-    if ':' in last and '/' in rest:
+    head = last.split(':', 1)[0]
+    # 'name:tag' unless it is a bare 'host:port' ('registry.example.com:5000', 'localhost:5000')
+    if ':' in last and ('/' in rest or not ('.' in head or head == 'localhost')):
         rest, tag = rest.rsplit(':', 1)
         suffix = ':' + tag + suffix
     first, slash = rest.split('/', 1)[0], '/' in rest

@@ -390,14 +390,18 @@ def cluster_policy_mirror_patch(spec, rules, pull_secrets=None, operand_images=N
             pass  # already pointing at the mirror (a re-run)
         elif repo:
             new = image_ref.mirror_reference(repo, rules)
-            if new is None:
+            if new is None and not _is_public(repo):
+                pass  # a private registry (e.g. a vGPU driver repository): not ours to move
+            elif new is None:
                 errors.append('ClusterPolicy spec.%s.repository %s has no mirror: add a mirror_repositories '
                               'entry covering it' % (dotted, repo))
             elif new != repo:
                 _set(patch, path, 'repository', new)
         elif image and not version:
             new = image_ref.mirror_reference(image, rules)
-            if new is None:
+            if new is None and not _is_public(image):
+                pass
+            elif new is None:
                 errors.append('ClusterPolicy spec.%s.image %s has no mirror: add a mirror_repositories '
                               'entry covering it' % (dotted, image))
             elif new != image:
@@ -417,6 +421,12 @@ def cluster_policy_mirror_patch(spec, rules, pull_secrets=None, operand_images=N
             if merged != current:
                 _set(patch, path, 'imagePullSecrets', merged)
     return {'patch': patch, 'errors': errors, 'unresolved': unresolved}
+
+
+def _is_public(ref):
+    first = ref.split('/', 1)[0]
+    host = first if image_ref.is_registry_host(first) and '/' in ref else image_ref.DOCKER_HUB
+    return image_ref.is_public_host(host)
 
 
 def _mirrored(ref, rules):

@@ -421,8 +421,11 @@ class NodeRollout(object):
         name = node['metadata']['name']
         pods = self._call(self.conn.core.list_namespaced_pod, spec['namespace'], label_selector=spec['selector'],
                           field_selector='spec.nodeName=%s' % name).get('items', [])
+        # what each deleted pod was (app label) and where its DaemonSet wants it (nodeSelector)
         st['restarting'] = {'namespace': spec['namespace'], 'selector': spec['selector'],
-                            'old': sorted(p['metadata']['uid'] for p in pods), 'count': len(pods)}
+                            'old': sorted(p['metadata']['uid'] for p in pods),
+                            'pods': [((p['metadata'].get('labels') or {}).get('app'),
+                                      (p.get('spec') or {}).get('nodeSelector') or {}) for p in pods]}
         st['restarted'] = []
         for pod in pods:
             meta = pod['metadata']
@@ -439,19 +442,26 @@ class NodeRollout(object):
         st['changed'] = True
 
     def restarted(self, node, st):
-        """('done'|'wait', detail): are the pods deleted by restart_pods back, Running and Ready?"""
+        """('done'|'wait', detail): is every pod deleted by restart_pods back, Running and Ready?
+
+        A pod whose nodeSelector no longer matches the node (e.g. the MPS control daemon once MPS is
+        off) is not coming back and is not waited for.
+        """
         spec = st['restarting']
+        labels = (node.get('metadata') or {}).get('labels') or {}
         pods = self._call(self.conn.core.list_namespaced_pod, spec['namespace'], label_selector=spec['selector'],
                           field_selector='spec.nodeName=%s' % node['metadata']['name']).get('items', [])
-        fresh = [p for p in pods if p['metadata']['uid'] not in spec['old'] and not p['metadata'].get('deletionTimestamp')
+        ready = [(p['metadata'].get('labels') or {}).get('app') for p in pods
+                 if p['metadata']['uid'] not in spec['old'] and not p['metadata'].get('deletionTimestamp')
                  and (p.get('status') or {}).get('phase') == 'Running'
                  and any(c.get('type') == 'Ready' and c.get('status') == 'True'
                          for c in (p.get('status') or {}).get('conditions') or [])]
-        if len(fresh) >= spec['count']:
+        missing = [app for app, selector in spec['pods']
+                   if app not in ready and all(labels.get(k) == v for k, v in selector.items())]
+        if not missing:
             st.pop('restarting')
             return 'wait', 'restarted pods are ready'
-        return 'wait', 'waiting for %d restarted pod(s) (%s) to be Running and Ready, %d are' % (
-            spec['count'], spec['selector'], len(fresh))
+        return 'wait', 'waiting for the restarted %s pod(s) to be Running and Ready' % ', '.join(sorted(set(missing)))
 
     def fail(self, node, st, reason):
         """Leave the node cordoned and say why, on the node itself."""

@@ -206,8 +206,8 @@ def placement_plan(config, cluster=None):
     ``config``: taints, tolerations (extra), match_value, layers, state, remove.
     ``cluster``: nfd (list of NodeFeatureDiscovery), subscriptions (list), cluster_policies
     (list), with the objects as read. Returns ``{'errors', 'warnings', 'tolerations',
-    'patches': [{'layer', 'api_version', 'kind', 'name', 'namespace', 'patch', 'before',
-    'after', 'changed'}]}``.
+    'patches': [{'layer', 'api_version', 'kind', 'name', 'namespace', 'patch', 'definition',
+    'before', 'after', 'changed'}]}``.
     """
     config = dict(config or {})
     cluster = dict(cluster or {})
@@ -263,8 +263,13 @@ def placement_plan(config, cluster=None):
                     kind, md.get('name'), '.'.join(path), exc))
                 continue
             md = obj.get('metadata') or {}
+            metadata = {'name': md.get('name')}
+            if md.get('namespace'):
+                metadata['namespace'] = md['namespace']
+            definition = {'apiVersion': api_version, 'kind': kind, 'metadata': metadata,
+                          'spec': _nest(path[1:], after)}
             plan['patches'].append({
                 'layer': layer, 'api_version': api_version, 'kind': kind, 'name': md.get('name'),
-                'namespace': md.get('namespace'), 'patch': _nest(path, after),
+                'namespace': md.get('namespace'), 'patch': _nest(path, after), 'definition': definition,
                 'before': before, 'after': after, 'changed': after != before})
     return plan

@@ -146,7 +146,8 @@ def driver_image_errors(repository, image, version):
 def vgpu_plan(config, cluster=None):
     """Errors, warnings, gridd.conf text and ClusterPolicy patch for the vgpu role.
 
-    ``config``: secret_name, nls_enabled, gridd_conf (verbatim), gridd_settings, token_file,
+    ``config``: secret_name, nls_enabled, gridd_conf (verbatim), gridd_settings, feature_type
+    (default FeatureType of rendered settings), token_file,
     driver_repository, driver_image, driver_version, pull_secret_name, registry_server,
     registry_credentials (bool: username/password given), cluster_policy_name,
     operator_namespace. ``cluster``: cluster_policies (list), namespace_exists (bool),
@@ -169,6 +170,8 @@ def vgpu_plan(config, cluster=None):
 
     verbatim = config.get('gridd_conf')
     settings = config.get('gridd_settings') or {}
+    if isinstance(settings, dict) and config.get('feature_type') is not None and not verbatim:
+        settings = dict({'FeatureType': config['feature_type']}, **settings)
     if verbatim and settings:
         errors.append('set vgpu_gridd_conf (the file verbatim) or vgpu_gridd_settings (rendered), not both')
     elif verbatim:

@@ -66,11 +66,11 @@ def testbed(request) -> Testbed:
     keep = os.environ.get("GPUOPS_TESTBED_KEEP") == "1" or reuse
     if reuse:
         r = subprocess.run([sys.executable, TESTBED, "--name", name, "kubeconfig"],
-                           capture_output=True, text=True)
+                           capture_output=True, text=True, check=False)
     else:
         t = time.monotonic()
         r = subprocess.run([sys.executable, TESTBED, "--name", name, "up", "--config", config],
-                           stdout=subprocess.PIPE, stderr=None, text=True)
+                           stdout=subprocess.PIPE, stderr=None, text=True, check=False)
         sys.stderr.write(f"testbed up took {time.monotonic() - t:.1f}s\n")
     if r.returncode != 0:
         if not keep:

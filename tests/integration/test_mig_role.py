@@ -16,8 +16,8 @@ VARS = {
     'mig_operator_namespace': NS,
     'mig_strategy': 'mixed',
     'mig_custom_configs': {
-        'a100-3g-2x1g': [{'devices': 'all', 'mig-enabled': True, 'mig-devices': {'3g.20gb': 1, '2g.10gb': 1,
-                                                                                   '1g.5gb': 2}}],
+        'a100-3g-2x1g': [{'devices': 'all', 'mig-enabled': True,
+                          'mig-devices': {'3g.20gb': 1, '2g.10gb': 1, '1g.5gb': 2}}],
         'a100-per-index': [{'devices': [0, 1, 2, 3], 'mig-enabled': True, 'mig-devices': {'1g.5gb': 7}},
                            {'devices': [4, 5, 6, 7], 'mig-enabled': False}],
     },

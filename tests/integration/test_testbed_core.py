@@ -3,16 +3,10 @@ nodes, CRDs with real schemas, RBAC, and the real NVIDIA gpu-operator reconcilin
 """
 from __future__ import annotations
 
-import copy
-import glob
-import json
-import os
-import subprocess
-
 import kubernetes
 import pytest
-import yaml
-from conftest import REPO, wait_until
+from cluster_policy_example import clusterpolicy_example
+from conftest import wait_until
 
 GPU = "nvidia.com/gpu"
 GROUP_LABEL = "gpuops.dev/node-group"
@@ -200,7 +194,7 @@ def test_rbac_refuses_a_restricted_service_account(api_client, core_v1, namespac
     cfg.api_key = {"authorization": "Bearer " + tr.status.token}
     restricted = kubernetes.client.CoreV1Api(kubernetes.client.ApiClient(cfg))
     some_node = core_v1.list_node(limit=1).items[0].metadata.name
-    for call in (lambda: restricted.list_node(),
+    for call in (restricted.list_node,
                  lambda: restricted.list_namespaced_pod(namespace),
                  lambda: restricted.patch_node(some_node, {"metadata": {"labels": {"x": "y"}}})):
         with pytest.raises(kubernetes.client.ApiException) as e:
@@ -234,25 +228,6 @@ def _can(call) -> bool:
 # The real NVIDIA gpu-operator controller, reconciling a ClusterPolicy into DaemonSets on KWOK nodes
 
 
-def gpu_operator_module_dir() -> str:
-    out = subprocess.run([os.path.join(REPO, "tests", "testbed", "hack", "asset-modules.sh")],
-                         capture_output=True, text=True, check=True).stdout
-    return dict(line.split(" ", 1) for line in out.strip().splitlines())["gpu-operator"]
-
-
-def clusterpolicy_from_csv() -> dict:
-    """The ClusterPolicy example NVIDIA ships in its OLM bundle (alm-examples of the CSV)."""
-    mod = gpu_operator_module_dir()
-    csvs = glob.glob(os.path.join(mod, "bundle", "manifests", "*.clusterserviceversion.yaml"))
-    assert csvs, f"no CSV in {mod}/bundle/manifests"
-    with open(csvs[0]) as f:
-        csv = yaml.safe_load(f)
-    examples = json.loads(csv["metadata"]["annotations"]["alm-examples"])
-    cp = copy.deepcopy(next(e for e in examples if e["kind"] == "ClusterPolicy"))
-    cp["metadata"] = {"name": "gpu-cluster-policy"}
-    return cp
-
-
 NFD_LABELS = {
     "feature.node.kubernetes.io/pci-10de.present": "true",
     "feature.node.kubernetes.io/system-os_release.ID": "rhcos",
@@ -277,7 +252,7 @@ def test_real_gpu_operator_reconciles_clusterpolicy_to_ready(testbed, core_v1, c
         core_v1.read_node(n).metadata.labels.get("feature.node.kubernetes.io/pci-10de.present") == "true"
         for n in gpu_nodes), timeout=60)
 
-    cp = clusterpolicy_from_csv()
+    cp = clusterpolicy_example()
     custom_objects.create_cluster_custom_object("nvidia.com", "v1", "clusterpolicies", cp)
     try:
         apps = kubernetes.client.AppsV1Api(api_client)
@@ -285,8 +260,11 @@ def test_real_gpu_operator_reconciles_clusterpolicy_to_ready(testbed, core_v1, c
         def daemonsets():
             return {d.metadata.name: d for d in apps.list_namespaced_daemon_set(ns).items}
 
-        ds = wait_until("the operator to create its DaemonSets",
-                        lambda: (lambda d: d if len(d) >= 4 else None)(daemonsets()), timeout=120)
+        def at_least_four():
+            found = daemonsets()
+            return found if len(found) >= 4 else None
+
+        ds = wait_until("the operator to create its DaemonSets", at_least_four, timeout=120)
         assert "nvidia-device-plugin-daemonset" in ds, sorted(ds)
         assert any(name.startswith("nvidia-driver-daemonset") for name in ds), sorted(ds)
 
@@ -309,9 +287,10 @@ def test_real_gpu_operator_reconciles_clusterpolicy_to_ready(testbed, core_v1, c
             assert labels.get("nvidia.com/gpu.deploy.device-plugin") == "true", (n, labels)
         # (the operator may call a DaemonSet ready while its status is still being computed:
         # it treats desiredNumberScheduled == 0 as ready; so wait for the pods themselves)
-        wait_until("the device plugin DaemonSet available on every GPU node", lambda: (
-            lambda dp: dp.status.desired_number_scheduled == len(gpu_nodes)
-            and dp.status.number_available == len(gpu_nodes))(daemonsets()["nvidia-device-plugin-daemonset"]),
-            timeout=90)
+        def plugin_everywhere():
+            status = daemonsets()["nvidia-device-plugin-daemonset"].status
+            return status.desired_number_scheduled == len(gpu_nodes) and status.number_available == len(gpu_nodes)
+
+        wait_until("the device plugin DaemonSet available on every GPU node", plugin_everywhere, timeout=90)
     finally:
         custom_objects.delete_cluster_custom_object("nvidia.com", "v1", "clusterpolicies", cp["metadata"]["name"])

@@ -243,10 +243,10 @@ def run(cluster, **kwargs):
 def test_runner_passes_checks_logs_and_cleans_up():
     cluster = FakeCluster()
     cases, runner = run(cluster, expect_output='Test PASSED')
-    assert [c['status'] for c in cases] == [S.PASSED] * 3
+    assert len(cases) == 4 and [c['status'] for c in cases] == [S.PASSED] * 4
     assert all("output has 'Test PASSED'" in c['detail'] for c in cases)
     assert all('Test PASSED' in c['log'] and c['ran_on'] == 'h100-0' for c in cases)
-    assert cluster.jobs == {} and len(cluster.deleted) == 3 and runner.warnings == []
+    assert cluster.jobs == {} and len(cluster.deleted) == 4 and runner.warnings == []
 
 
 def test_runner_without_logs_failed_jobs_create_errors_and_timeouts():
@@ -257,7 +257,7 @@ def test_runner_without_logs_failed_jobs_create_errors_and_timeouts():
     first = S.job_manifest([c for c in S.plan_cases(FLEET) if c['status'] == S.PLANNED][0], 'smoke', 'img', 'r1')
     cases, _r = run(FakeCluster(fail_create=(first['metadata']['name'],)))
     assert cases[0]['status'] == S.ERROR and 'exceeded quota' in cases[0]['detail']
-    assert [c['status'] for c in cases[1:]] == [S.PASSED, S.PASSED]
+    assert [c['status'] for c in cases[1:]] == [S.PASSED] * 3
     cluster = FakeCluster(polls=10 ** 6)
     cases, runner = run(cluster, timeout=5, cleanup_timeout=0)
     assert all(c['status'] == S.TIMEOUT and 'not finished after 5s' in c['detail'] for c in cases)
@@ -271,4 +271,4 @@ def test_runner_output_mismatch_fails_and_no_cleanup_keeps_jobs():
     cluster = Wrong()
     cases, _r = run(cluster, expect_output='Test PASSED', cleanup=False)
     assert all(c['status'] == S.FAILED and "lacks 'Test PASSED'" in c['detail'] for c in cases)
-    assert len(cluster.jobs) == 3
+    assert len(cluster.jobs) == 4
