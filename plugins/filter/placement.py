@@ -5,7 +5,8 @@
 """Filters for GPU node placement: taint validation, tolerations for taints, the layer plan.
 
 Thin wrappers over module_utils.tolerations and module_utils.placement; documentation in
-taint_errors.yml, tolerations_for_taints.yml and gpu_node_placement_plan.yml.
+taint_errors.yml, tolerations_for_taints.yml, gpu_node_placement_plan.yml and
+daemonsets_not_ready_for.yml.
 """
 
 from __future__ import (absolute_import, division, print_function)
@@ -37,6 +38,11 @@ def gpu_node_placement_plan(config, cluster=None):
     return placement.placement_plan(config, cluster)
 
 
+def daemonsets_not_ready_for(daemonsets, taints, owner_kind=None):
+    """DaemonSets (namespace/name) whose pods would not survive the taints yet."""
+    return placement.daemonsets_not_ready_for(daemonsets, taints, owner_kind)
+
+
 class FilterModule(object):
     """gpuops.gpu placement filters."""
 
@@ -45,4 +51,5 @@ class FilterModule(object):
             'taint_errors': taint_errors,
             'tolerations_for_taints': tolerations_for_taints,
             'gpu_node_placement_plan': gpu_node_placement_plan,
+            'daemonsets_not_ready_for': daemonsets_not_ready_for,
         }

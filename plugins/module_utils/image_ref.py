@@ -315,12 +315,10 @@ def _token_registry(token):
 def _walk(value, path):
     if isinstance(value, dict):
         for key, item in value.items():
-            for found in _walk(item, path + (key,)):
-                yield found
+            yield from _walk(item, path + (key,))
     elif isinstance(value, (list, tuple)):
         for index, item in enumerate(value):
-            for found in _walk(item, path + (index,)):
-                yield found
+            yield from _walk(item, path + (index,))
     else:
         yield path, value
 

@@ -116,7 +116,8 @@ def mirror_plan(config, cluster=None):
     ``config`` keys: platform, registry, repositories, keep_source_host, air_gapped,
     catalog_sources, openshift_version, image_digest_mirror_set, image_tag_mirror_set, use_icsp,
     mirror_set_name, source_policy, disable_default_sources, ca_bundle, ca_config_map_name,
-    operator_namespace, pull_secret_names, cluster_policy, operand_images, image_list_packages.
+    operator_namespace, pull_secret_names, auth_host, cluster_policy, operand_images,
+    additional_images.
     ``cluster`` keys: image_config, cluster_policy, csv, cluster_version (objects or None).
     """
     config = dict(config or {})
@@ -152,6 +153,8 @@ def mirror_plan(config, cluster=None):
         if not is_dns_subdomain(secret):
             errors.append("mirror_pull_secret_name '%s' must be a lowercase DNS name" % secret)
     errors.extend(ca_bundle_errors(config.get('ca_bundle')))
+    if config.get('auth_host'):
+        errors.extend(image_ref.repository_errors(config['auth_host'], 'mirror_registry_auth_host'))
     operand_images = _operand_images(config, cluster, errors)
     plan['operand_images'] = operand_images
     plan['related_images'] = related_images(cluster.get('csv'))

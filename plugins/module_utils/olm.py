@@ -24,6 +24,7 @@ from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
 
 import json
+import re
 
 from ansible_collections.gpuops.gpu.plugins.module_utils.tolerations import (
     is_dns_subdomain, label_key_errors, label_value_errors, toleration_errors, type_name)
@@ -83,7 +84,7 @@ def input_errors(params):
             errors.extend('config.nodeSelector key %s %s' % (key, e) for e in label_key_errors(key))
             errors.extend('config.nodeSelector.%s %s' % (key, e) for e in label_value_errors(value))
     csv = params.get('starting_csv')
-    if csv and (not is_dns_subdomain(csv) or '.' not in csv):
+    if csv and (not is_dns_subdomain(csv) or '.' not in csv or re.match(r'^v?[0-9]', csv)):
         errors.append("starting_csv '%s' does not look like a CSV name such as "
                       "'gpu-operator-certified.v25.10.1' (<package>.v<version>)" % csv)
     return errors

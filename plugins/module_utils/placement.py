@@ -110,12 +110,12 @@ def plan_taints(current, owned, desired, state='present', remove=None):
     desired = [_clean(t) for t in (desired or [])]
     desired_ids = [identity(t) for t in desired]
     result = {'added': [], 'updated': [], 'removed': [], 'adopted': [], 'kept': [], 'conflicts': []}
-    new_owned = [o for o in owned]
+    new_owned = list(owned)
     out = []
     for taint in current:
         ident = identity(taint)
-        if _matches_remove(taint, remove) and not (state == 'present' and ident in desired_ids
-                                                     and ident in owned):
+        ours_and_wanted = state == 'present' and ident in desired_ids and ident in owned
+        if _matches_remove(taint, remove) and not ours_and_wanted:
             result['removed'].append(ident)
             if ident in new_owned:
                 new_owned.remove(ident)
@@ -191,6 +191,40 @@ def _nest(path, value):
     for part in reversed(path):
         out = {part: out}
     return out
+
+
+def tolerates(toleration, taint):
+    """Kubernetes semantics: does ``toleration`` match ``taint`` (key, operator, value, effect)?"""
+    operator = toleration.get('operator') or 'Equal'
+    key = toleration.get('key') or ''
+    effect = toleration.get('effect') or ''
+    if effect and effect != taint.get('effect'):
+        return False
+    if not key:
+        return operator == 'Exists'
+    if key != taint.get('key'):
+        return False
+    return operator == 'Exists' or (toleration.get('value') or '') == (taint.get('value') or '')
+
+
+def daemonsets_not_ready_for(daemonsets, taints, owner_kind=None):
+    """``namespace/name`` of the DaemonSets whose pods would not survive ``taints``: the pod
+    template does not tolerate every taint, or the rollout of the template is not finished
+    (observedGeneration behind, or not every scheduled pod updated). ``owner_kind`` keeps only
+    DaemonSets owned by that kind (e.g. ClusterPolicy)."""
+    waiting = []
+    for ds in daemonsets or []:
+        md = ds.get('metadata') or {}
+        if owner_kind and not any(o.get('kind') == owner_kind for o in md.get('ownerReferences') or []):
+            continue
+        pod = (((ds.get('spec') or {}).get('template') or {}).get('spec') or {})
+        status = ds.get('status') or {}
+        tolerated = all(any(tolerates(t, taint) for t in pod.get('tolerations') or []) for taint in taints or [])
+        rolled = (status.get('observedGeneration') or 0) >= (md.get('generation') or 0) and \
+            (status.get('updatedNumberScheduled') or 0) >= (status.get('desiredNumberScheduled') or 0)
+        if not (tolerated and rolled):
+            waiting.append('%s/%s' % (md.get('namespace'), md.get('name')))
+    return waiting
 
 
 def placement_tolerations(taints, extra=None, match_value=False):

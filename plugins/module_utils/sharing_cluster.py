@@ -138,8 +138,8 @@ def run(conn, params, check_mode, log=None):
     assignments, errors = resolve(params['assignments'], nodes)
     if config_map and default_key and default_key not in configs:
         errors.append("the default profile '%s' is not a key of the device-plugin ConfigMap %s (profiles: %s): every "
-                      "GPU node without a %s label would fail" % (default_key, config_map,
-                                                                 ', '.join(sorted(configs)) or 'none', kind.label))
+                      "GPU node without a %s label would fail"
+                      % (default_key, config_map, ', '.join(sorted(configs)) or 'none', kind.label))
     for name in sorted(assignments):
         errors.extend(kind.validate(nodes[name], assignments[name]))
     for name in sorted(nodes):

@@ -225,8 +225,8 @@ class SharingKind(object):
         config = self.config(key)
         if config is None:
             return errors + ["node %s: profile '%s' is not valid YAML" % (name, key)]
-        where = "node %s (%s, MIG strategy %s), profile '%s'" % (name, self.product(node), self.mig_strategy,
-                                                                   key or '<none>')
+        where = "node %s (%s, MIG strategy %s), profile '%s'" % (
+            name, self.product(node), self.mig_strategy, key or '<none>')
         errors.extend('%s: %s' % (where, e)
                       for e in sc.sharing_config_errors(config, self.mig_strategy, self.compute_capability(node)))
         if sc.sharing_strategy(config) == 'mps' and self.mig_enabled(node):

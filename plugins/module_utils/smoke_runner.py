@@ -101,9 +101,14 @@ class SmokeRunner(object):
                 now = self.clock()
                 for name in list(pending):
                     case, t0 = pending[name]
+                    stuck = now - t0 >= self.stuck_timeout
                     status, detail, node = S.classify(jobs_by_name.get(name), pods_by_job.get(name),
-                                                      wait_for=self.wait_for,
-                                                      stuck=now - t0 >= self.stuck_timeout)
+                                                      wait_for=self.wait_for, stuck=stuck)
+                    if status is None and stuck and not pods_by_job.get(name):
+                        # the Job controller could not create the pod (admission, quota, SCC): say why
+                        warning = self._job_warning(name)
+                        if warning:
+                            status, detail = S.ERROR, warning
                     case['pod'] = _newest_pod_name(pods_by_job.get(name))
                     case['ran_on'] = node
                     last[name] = detail
@@ -119,6 +124,20 @@ class SmokeRunner(object):
         for name, (case, t0) in pending.items():
             case.update(status=S.TIMEOUT, seconds=round(now - t0, 1),
                         detail='not finished after %ss (%s)' % (self.timeout, last.get(name) or 'no pod'))
+
+    def _job_warning(self, name):
+        """The newest Warning event of a Job (for example FailedCreate: pods forbidden), or None."""
+        try:
+            events = _items(self._call(self.core.list_namespaced_event, self.namespace,
+                                       field_selector='involvedObject.kind=Job,involvedObject.name=%s' % name,
+                                       _preload_content=False))
+        except Exception:  # events are a best-effort explanation
+            return None
+        warnings = [e for e in events if e.get('type') == 'Warning']
+        if not warnings:
+            return None
+        newest = sorted(warnings, key=lambda e: e.get('lastTimestamp') or e.get('eventTime') or '')[-1]
+        return '%s: %s' % (newest.get('reason') or 'Warning', (newest.get('message') or '').strip())
 
     def _logs(self, cases):
         for case in cases:

@@ -90,10 +90,9 @@ notes:
   - Needs RBAC C(get), C(list) and C(patch) on C(nodes) and, for MachineSets, on
     C(machinesets.machine.openshift.io) in O(machine_namespace).
   - Tolerate the taints before adding them (NFD worker, GPU operator, ClusterPolicy daemonsets); the
-    M(gpuops.gpu.gpu_node_placement) role does this in the right order.
+    C(gpuops.gpu.gpu_node_placement) role does this in the right order.
 seealso:
   - module: kubernetes.core.k8s_taint
-  - role: gpuops.gpu.gpu_node_placement
 '''
 
 EXAMPLES = r'''

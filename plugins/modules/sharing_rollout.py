@@ -49,8 +49,8 @@ options:
             default shares GPUs it is set to an unshared profile (O(unshared_profile)). A node already labelled
             with an unshared profile keeps it.
           - V(default) - the label is removed and the node follows C(devicePlugin.config.default). Such an assignment
-            only covers the nodes no other assignment names, so a cluster-wide default with exceptions is
-            C([{label_selector: nvidia.com/gpu.present=true, profile: default}, {selector: ..., profile: ...}]).
+            only covers the nodes no other assignment names, so a cluster-wide default with exceptions is an
+            assignment with C(label_selector=nvidia.com/gpu.present=true) and C(profile=default) plus the exceptions.
         type: str
         required: true
       nodes:

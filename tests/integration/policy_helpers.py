@@ -78,3 +78,18 @@ def enable_time_slicing(core, custom, namespace, nodes, replicas=4, cm_name='gpu
         core.patch_node(node, {'metadata': {'labels': {'nvidia.com/device-plugin.config': key}}})
     wait_for(lambda: all((core.read_node(n).metadata.labels or {}).get('nvidia.com/gpu.replicas') == str(replicas)
                          for n in nodes), 90, 0.5, 'nvidia.com/gpu.replicas=%d on %s' % (replicas, nodes))
+
+
+def wait_quiet(core, quiet=3.0, timeout=90):
+    """Wait until no node object has changed for ``quiet`` seconds (the simulated device plugins and the
+    operator settle after a ClusterPolicy change), so that "nothing was written" can be checked."""
+    end = time.monotonic() + timeout
+    last, since = None, time.monotonic()
+    while time.monotonic() < end:
+        now = dict((n.metadata.name, n.metadata.resource_version) for n in core.list_node().items)
+        if now != last:
+            last, since = now, time.monotonic()
+        elif time.monotonic() - since >= quiet:
+            return
+        time.sleep(0.5)
+    raise AssertionError('nodes kept changing for %ss' % timeout)

@@ -59,7 +59,8 @@ def versions(core):
 
 
 def changed_tasks(results):
-    return sorted(name for name, res in results.items() if res.get('changed'))
+    """Names of the tasks that changed something (role tasks are reported with and without the role prefix)."""
+    return sorted(set(name.split(' : ')[-1] for name, res in results.items() if res.get('changed')))
 
 
 # ---------------------------------------------------------------------------------------- tests

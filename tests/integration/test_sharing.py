@@ -193,21 +193,21 @@ def test_per_node_group_time_slicing_mps_and_unshared(testbed, core):
 def task_results(raw):
     """[(task name, result)] in order, from the json callback output (names may repeat)."""
     out = json.JSONDecoder().raw_decode(raw[raw.index('{'):])[0]
-    return [(task['task']['name'], task['hosts'].get('localhost', {}))
+    return [(task['task']['name'].split(' : ', 1)[-1], task['hosts'].get('localhost', {}))
             for play in out.get('plays', []) for task in play.get('tasks', [])]
 
 
 def test_second_run_and_check_mode_change_nothing(testbed, core, custom):
     before = snapshot(core, custom)
     again = {'name': 'again', 'ansible.builtin.include_role': {'name': 'gpuops.gpu.sharing'}}
-    check = {'name': 'check', 'ansible.builtin.include_role': {'name': 'gpuops.gpu.sharing'}, 'check_mode': True}
+    check = {'name': 'check', 'ansible.builtin.include_role': {'name': 'gpuops.gpu.sharing', 'apply': {'check_mode': True}}}
     rc, _results, raw = run_play(testbed.kubeconfig, [again, check], vars=PER_GROUP)
     assert rc == 0, raw[-4000:]
     results = task_results(raw)
     assert len(results) > 12, [name for name, _r in results]  # both runs went through every task
     assert [name for name, r in results if r.get('changed')] == [], raw[-3000:]
     rollouts = [r for name, r in results if name == 'Roll the sharing profiles out to the node groups']
-    assert len(rollouts) == 2 and all(r['batches'] == [] for r in rollouts)
+    assert len(rollouts) == 2 and all(r['batches'] == [] for r in rollouts), [name for name, _r in results]
     assert snapshot(core, custom) == before
 
 
@@ -236,8 +236,8 @@ def bad_block(index, variables):
 
 BAD = [
     ({'sharing_profiles': dict(PROFILES, bad=ts(1))}, 'Check the inputs', 'replicas'),
-    ({'sharing_profiles': dict(PROFILES, both={'sharing': {'timeSlicing': ts(4)['sharing']['timeSlicing'],
-                                                            'mps': MPS_10_RENAMED['sharing']['mps']}})},
+    ({'sharing_profiles': dict(PROFILES, both={'sharing': {
+        'timeSlicing': ts(4)['sharing']['timeSlicing'], 'mps': MPS_10_RENAMED['sharing']['mps']}})},
      'Check the inputs', 'either sharing.timeSlicing or sharing.mps'),
     ({'sharing_assignments': [{'nodes': ['t4-0'], 'profile': 'no-such-profile'}]}, 'Check the node assignments',
      "'no-such-profile' is not a key"),

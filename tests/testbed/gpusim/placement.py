@@ -146,6 +146,13 @@ def _create_cached(pkey, flat):
     product = {"product": pkey[0], "memory_slices": pkey[1], "compute_slices": pkey[2],
                "profiles": {n: {"size": s, "placements": pl, "max": mx, "compute_slices": cs}
                             for n, s, pl, mx, cs in pkey[3]}}
+    # Shortcut for sets that no ordering can create (too many slices / instances): the result is
+    # the same as trying all of them, only faster.
+    profs = product["profiles"]
+    if (sum(profs[n]["size"] for n in flat) > product["memory_slices"]
+            or sum(profs[n]["compute_slices"] for n in flat) > product["compute_slices"]
+            or any(flat.count(n) > profs[n]["max"] for n in set(flat))):
+        return None, 0
     tried = 0
     for order in _distinct_permutations(flat):
         tried += 1
@@ -172,7 +179,7 @@ def create_instances(product, devices):
     placed, tried = _create_cached(_product_key(product), flat)
     if placed is None:
         return None, ("error attempting multiple config orderings: all orderings failed "
-                      "(%d tried; Insufficient Resources)" % tried)
+                      "(Insufficient Resources)")
     return list(placed), None
 
 

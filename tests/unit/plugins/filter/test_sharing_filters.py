@@ -25,8 +25,8 @@ GPU = {'key': 'nvidia.com/gpu', 'operator': 'Exists', 'effect': 'NoSchedule'}
 
 
 def test_filter_names():
-    assert sorted(FILTERS) == ['merge_tolerations', 'sharing_capacity', 'sharing_config_errors', 'sharing_profile_errors',
-                              'sharing_profiles_data']
+    assert sorted(FILTERS) == ['merge_tolerations', 'sharing_capacity', 'sharing_config_errors',
+                               'sharing_profile_errors', 'sharing_profiles_data']
 
 
 @pytest.mark.parametrize('name', sorted(FILTERS))

@@ -234,8 +234,8 @@ class TestValidate(object):
 
     def test_mps_replica_limit_by_compute_capability(self):
         assert kind().validate(node('l40s-0', 'NVIDIA-L40S', 4), 'mps-20') == []
-        v100 = node('v-0', 'Tesla-V100-SXM2-16GB', 8, extra={'nvidia.com/gpu.compute.major': '7',
-                                                            'nvidia.com/gpu.compute.minor': '0'})
+        v100 = node('v-0', 'Tesla-V100-SXM2-16GB', 8,
+                    extra={'nvidia.com/gpu.compute.major': '7', 'nvidia.com/gpu.compute.minor': '0'})
         errors = kind().validate(v100, 'mps-20')
         assert errors and 'exceeds the MPS limit of 16' in errors[0]
 

@@ -272,3 +272,19 @@ def test_runner_output_mismatch_fails_and_no_cleanup_keeps_jobs():
     cases, _r = run(cluster, expect_output='Test PASSED', cleanup=False)
     assert all(c['status'] == S.FAILED and "lacks 'Test PASSED'" in c['detail'] for c in cases)
     assert len(cluster.jobs) == 4
+
+
+def test_runner_reports_why_the_job_has_no_pod():
+    class Forbidden(FakeCluster):
+        def list_namespaced_pod(self, *args, **kwargs):
+            return FakeResponse({'items': []})
+
+        def list_namespaced_event(self, namespace, field_selector=None, _preload_content=False):
+            name = field_selector.rsplit('=', 1)[1]
+            return FakeResponse({'items': [
+                {'type': 'Normal', 'reason': 'Other', 'message': 'x', 'lastTimestamp': '2026-01-01T00:00:09Z'},
+                {'type': 'Warning', 'reason': 'FailedCreate', 'lastTimestamp': '2026-01-01T00:00:01Z',
+                 'message': 'Error creating: pods "%s-x" is forbidden: violates PodSecurity' % name}]})
+    cases, _r = run(Forbidden(polls=10 ** 6), stuck_timeout=3, timeout=30)
+    assert all(c['status'] == S.ERROR and c['detail'].startswith('FailedCreate: Error creating') for c in cases)
+    assert all(c['seconds'] == 3 for c in cases)

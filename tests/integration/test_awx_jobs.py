@@ -1,0 +1,88 @@
+"""The job templates of extensions/awx run the way AWX runs them: ansible-runner, a private data directory,
+the template's playbook, survey answers and launch variables, and the cluster reached only through the
+K8S_AUTH_* variables of AWX's bearer-token credential, holding the token of a ServiceAccount bound to
+gpuops-gpu-rollout alone (roles/rbac). report.yml shows the fleet; mig.yml reconfigures two nodes with a
+custom geometry, and its second run changes nothing."""
+
+import base64
+import time
+
+import pytest
+
+from ansible_run import run_play
+from awx_job import bearer_token_credential, job_template, run_job
+from cluster_policy_example import clusterpolicy_example
+from conftest import wait_until
+
+SA, SA_NS = 'gpuops-awx', 'gpuops-awx'
+H100 = ['h100-0', 'h100-1']
+
+
+@pytest.fixture(scope='module')
+def operator_ns(testbed):
+    return testbed.config['cluster'].get('operator_namespace', 'gpu-operator')
+
+
+@pytest.fixture(scope='module')
+def cluster_policy(testbed, custom_objects):
+    """What an install leaves behind: NVIDIA's OLM example ClusterPolicy, reconciled to ready."""
+    custom_objects.create_cluster_custom_object('nvidia.com', 'v1', 'clusterpolicies', clusterpolicy_example())
+    wait_until('ClusterPolicy ready', lambda: (custom_objects.get_cluster_custom_object(
+        'nvidia.com', 'v1', 'clusterpolicies', 'gpu-cluster-policy').get('status') or {}).get('state') == 'ready', 240)
+
+
+@pytest.fixture(scope='module')
+def credential(testbed, core_v1, operator_ns):
+    """The AWX credential: a ServiceAccount token (from roles/rbac, run once by an admin) + CA + host."""
+    task = {'name': 'rbac', 'ansible.builtin.include_role': {'name': 'gpuops.gpu.rbac'},
+            'vars': {'rbac_operator_namespace': operator_ns, 'rbac_cluster_roles': ['report', 'rollout'],
+                     'rbac_service_accounts': [{'name': SA, 'namespace': SA_NS, 'access': ['rollout'],
+                                                'token_secret': True}]}}
+    rc, _results, raw = run_play(testbed.kubeconfig, [task])
+    assert rc == 0, raw[-3000:]
+    token = base64.b64decode(core_v1.read_namespaced_secret(SA + '-token', SA_NS).data['token']).decode()
+    return bearer_token_credential(testbed.kubeconfig, token)
+
+
+def test_report_job(tmp_path, credential):
+    template = job_template('playbooks/report.yml')
+    job = run_job(tmp_path, template, credential, survey={'gpuops_report_label_selector': 'gpuops.dev/pool=training'})
+    assert (job.status, job.rc) == ('successful', 0), job.stdout[-4000:]
+    table = '\n'.join(job.results()['Show the GPU fleet']['msg'])
+    for node in ('a100-0', 'a100-1', 'h100-0', 'h100-1'):
+        assert node in table
+    assert 't4-0' not in table and 'l40s-0' not in table, 'the survey selector limits the report'
+    assert job.changed_tasks() == []
+    # the "Check" job type of the same template
+    job = run_job(tmp_path, template, credential, job_type='check', ident='check')
+    assert (job.status, job.rc) == ('successful', 0), job.stdout[-4000:]
+
+
+def test_mig_job_with_a_rollout_only_token(tmp_path, testbed, core_v1, custom_objects, cluster_policy, credential,
+                                           operator_ns):
+    wait_until('GFD labels on the H100 nodes', lambda: all(
+        (core_v1.read_node(n).metadata.labels or {}).get('nvidia.com/gpu.product') for n in H100), 180)
+    template = job_template('playbooks/mig.yml')
+    survey = {'mig_operator_namespace': operator_ns, 'mig_strategy': 'mixed', 'mig_max_unavailable': 2}
+    launch = {'mig_custom_configs': {'h100-3g-2x': [{'devices': 'all', 'mig-enabled': True,
+                                                      'mig-devices': {'3g.40gb': 2}}]},
+              'mig_assignments': [{'nodes': H100, 'config': 'h100-3g-2x'}],
+              'mig_poll_interval': 0.5, 'mig_state_timeout': 240, 'mig_verify_timeout': 120}
+    start = time.monotonic()
+    job = run_job(tmp_path, template, credential, survey=survey, launch_vars=launch)
+    assert (job.status, job.rc) == ('successful', 0), job.stdout[-6000:]
+    for node in H100:
+        labels = core_v1.read_node(node).metadata.labels
+        assert labels['nvidia.com/mig.config'] == 'h100-3g-2x'
+        assert labels['nvidia.com/mig.config.state'] == 'success'
+        assert not core_v1.read_node(node).spec.unschedulable
+    policy = custom_objects.get_cluster_custom_object('nvidia.com', 'v1', 'clusterpolicies', 'gpu-cluster-policy')
+    assert policy['spec']['mig']['strategy'] == 'mixed'
+    assert policy['spec']['migManager']['config']['name'] == 'gpuops-mig-parted-config'
+    assert 'h100-3g-2x' in core_v1.read_namespaced_config_map('gpuops-mig-parted-config', operator_ns).data['config.yaml']
+    print('mig job took %.1fs' % (time.monotonic() - start))
+
+    # launched again with the same answers: AWX shows no change
+    job = run_job(tmp_path, template, credential, survey=survey, launch_vars=launch, ident='again')
+    assert (job.status, job.rc) == ('successful', 0), job.stdout[-4000:]
+    assert job.changed_tasks() == [], job.changed_tasks()

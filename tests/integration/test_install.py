@@ -1,0 +1,318 @@
+"""Install through OLM on the virtual GPU cluster: the nfd and gpu_operator roles (olm_operator +
+cluster_policy) against the real apiserver, the simulated OLM (Subscription -> InstallPlan -> CSV
+from NVIDIA's and Red Hat's bundles in the Go module cache) and the REAL gpu-operator controller,
+which reconciles the ClusterPolicy the role creates from the CSV's alm-examples.
+
+The cluster runs gpusim's NFD in `on-cr` mode: nodes get feature.node.kubernetes.io/pci-10de.present
+only once a NodeFeatureDiscovery instance exists, so the nfd role's wait is real.
+"""
+
+import json
+import os
+import tempfile
+
+import pytest
+import yaml
+from kubernetes import client, config as kconfig
+
+import conftest
+from ansible_run import run_play
+
+OLM = ('operators.coreos.com', 'v1alpha1')
+GPU_NS = 'nvidia-gpu-operator'
+PINNED = 'gpu-operator-certified.v25.10.1'
+HEAD = 'gpu-operator-certified.v26.7.0'
+PCI = 'feature.node.kubernetes.io/pci-10de.present'
+GPU_TOL = {'key': 'nvidia.com/gpu', 'operator': 'Exists', 'effect': 'NoSchedule'}
+DEDICATED = {'key': 'dedicated', 'operator': 'Equal', 'value': 'gpu', 'effect': 'NoSchedule'}
+GPU_NODES = ['a100-0', 'a100-1', 'h100-0', 'h100-1', 'l40s-0', 't4-0']
+
+VARS = {
+    'nfd_gpu_node_selector': 'gpuops.dev/pool',   # the testbed's GPU node groups
+    'nfd_worker_tolerations': [DEDICATED],
+    'nfd_poll_interval': 1,
+    'nfd_wait_timeout': 60,
+    'gpu_operator_olm_channel': 'stable',
+    'gpu_operator_olm_starting_csv': PINNED,
+    'gpu_operator_mig_strategy': 'mixed',
+    'gpu_operator_daemonset_tolerations': [DEDICATED],
+    'gpu_operator_poll_interval': 1,
+    'gpu_operator_ready_timeout': 180,
+}
+ROLES = [{'name': 'nfd', 'ansible.builtin.include_role': {'name': 'gpuops.gpu.nfd'}},
+         {'name': 'gpu_operator', 'ansible.builtin.include_role': {'name': 'gpuops.gpu.gpu_operator'}}]
+
+
+@pytest.fixture(scope='module')
+def _on_cr_config():
+    """This module's cluster: the default config with NFD labels only while an NFD instance exists."""
+    with open(conftest.DEFAULT_CONFIG) as f:
+        cfg = yaml.safe_load(f)
+    cfg.setdefault('simulation', {})['nfd'] = 'on-cr'
+    fd, path = tempfile.mkstemp(suffix='.yaml', prefix='gpuops-install-')
+    with os.fdopen(fd, 'w') as f:
+        yaml.safe_dump(cfg, f)
+    old = os.environ.get('GPUOPS_TESTBED_CONFIG')
+    os.environ['GPUOPS_TESTBED_CONFIG'] = path
+    yield path
+    if old is None:
+        os.environ.pop('GPUOPS_TESTBED_CONFIG', None)
+    else:
+        os.environ['GPUOPS_TESTBED_CONFIG'] = old
+    os.unlink(path)
+
+
+@pytest.fixture(scope='module')
+def testbed(_on_cr_config, testbed):  # noqa: F811 - the conftest fixture, started with this module's config
+    return testbed
+
+
+@pytest.fixture(scope='module')
+def api(testbed):
+    return kconfig.new_client_from_config(config_file=testbed.kubeconfig)
+
+
+@pytest.fixture(scope='module')
+def custom(api):
+    return client.CustomObjectsApi(api)
+
+
+@pytest.fixture(scope='module')
+def core(api):
+    return client.CoreV1Api(api)
+
+
+def play(testbed, tasks, check=False, diff=False, vars=None):
+    """run_play plus the play's stats (changed/failed counts over every task, role tasks included)."""
+    rc, results, raw = run_play(testbed.kubeconfig, tasks, check=check, diff=diff, vars=vars)
+    try:
+        stats = json.loads(raw[raw.index('{'):raw.rindex('}') + 1])['stats']['localhost']
+    except (ValueError, KeyError):
+        stats = {}
+    return rc, results, stats, raw
+
+
+def items(custom, plural, namespace=None, version='v1alpha1', group='operators.coreos.com'):
+    if namespace:
+        return custom.list_namespaced_custom_object(group, version, namespace, plural)['items']
+    return custom.list_cluster_custom_object(group, version, plural)['items']
+
+
+def namespaces(core):
+    return {n.metadata.name for n in core.list_namespace().items}
+
+
+def snapshot(custom, core):
+    """resourceVersions of everything the roles write."""
+    out = {}
+    for plural, version in (('subscriptions', 'v1alpha1'), ('operatorgroups', 'v1'), ('installplans', 'v1alpha1')):
+        for obj in items(custom, plural, version=version):
+            out['%s/%s/%s' % (plural, obj['metadata']['namespace'], obj['metadata']['name'])] = \
+                obj['metadata']['resourceVersion']
+    for obj in items(custom, 'nodefeaturediscoveries', version='v1', group='nfd.openshift.io'):
+        out['nfd/' + obj['metadata']['name']] = obj['metadata']['resourceVersion']
+    for obj in items(custom, 'clusterpolicies', version='v1', group='nvidia.com'):
+        out['clusterpolicy/' + obj['metadata']['name']] = obj['metadata']['resourceVersion']
+    for name in (GPU_NS, 'openshift-nfd'):
+        if name in namespaces(core):
+            out['ns/' + name] = core.read_namespace(name).metadata.resource_version
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+
+def test_without_the_package_api_an_unknown_package_is_removed_again(testbed, custom, core):
+    """No PackageManifest API (plain OLM): OLM's ResolutionFailed is reported and what the run
+    created (Namespace, OperatorGroup, Subscription) is deleted again."""
+    task = {'name': 'olm', 'gpuops.gpu.olm_operator': {
+        'package': 'gpu-operator-certifed', 'namespace': 't-olm-typo', 'source': 'certified-operators',
+        'poll_interval': 0.5, 'wait_timeout': 60}, 'ignore_errors': True}
+    rc, results, _stats, raw = play(testbed, [task])
+    res = results['olm']
+    assert res.get('failed'), raw[-3000:]
+    assert 'constraints not satisfiable: no operators found in package gpu-operator-certifed' in res['msg']
+    assert 'removed again what this run created' in res['msg']
+    assert res['rolled_back'] == ['Subscription gpu-operator-certifed', 'OperatorGroup t-olm-typo', 'Namespace t-olm-typo']
+    assert items(custom, 'subscriptions', 't-olm-typo') == []
+    ns = [n for n in core.list_namespace().items if n.metadata.name == 't-olm-typo']
+    assert not ns or ns[0].status.phase == 'Terminating'
+
+
+@pytest.fixture(scope='module')
+def package_api(testbed, api, custom):
+    """Serve packages.operators.coreos.com/v1 PackageManifest, as OpenShift's packageserver does
+    (an aggregated API there; a CRD stand-in here), and let gpusim's OLM publish the catalog's
+    packages into it (it does so on an OperatorHub change)."""
+    ext = client.ApiextensionsV1Api(api)
+    crd = {'apiVersion': 'apiextensions.k8s.io/v1', 'kind': 'CustomResourceDefinition',
+           'metadata': {'name': 'packagemanifests.packages.operators.coreos.com'},
+           'spec': {'group': 'packages.operators.coreos.com', 'scope': 'Namespaced',
+                    'names': {'kind': 'PackageManifest', 'listKind': 'PackageManifestList',
+                              'plural': 'packagemanifests', 'singular': 'packagemanifest'},
+                    'versions': [{'name': 'v1', 'served': True, 'storage': True, 'subresources': {'status': {}},
+                                  'schema': {'openAPIV3Schema': {'type': 'object',
+                                                                 'x-kubernetes-preserve-unknown-fields': True}}}]}}
+    try:
+        ext.create_custom_resource_definition(crd)
+    except client.ApiException as exc:
+        if exc.status != 409:
+            raise
+    conftest.wait_until('the PackageManifest CRD to be served', lambda: _served(custom), 30)
+    hub = {'apiVersion': 'config.openshift.io/v1', 'kind': 'OperatorHub', 'metadata': {'name': 'cluster'},
+           'spec': {'sources': [{'name': 'community-operators', 'disabled': True}]}}
+    try:
+        custom.create_cluster_custom_object('config.openshift.io', 'v1', 'operatorhubs', hub)
+    except client.ApiException as exc:
+        if exc.status != 409:
+            raise
+    conftest.wait_until('gpusim to publish the PackageManifests', lambda: len(items(
+        custom, 'packagemanifests', 'openshift-marketplace', 'v1', 'packages.operators.coreos.com')) >= 2, 60)
+
+
+def _served(custom):
+    try:
+        items(custom, 'packagemanifests', 'openshift-marketplace', 'v1', 'packages.operators.coreos.com')
+        return True
+    except client.ApiException:
+        return False
+
+
+BAD_CASES = [
+    # (case, role, vars, what the message must say)
+    ('unknown package', 'gpu_operator', {'gpu_operator_olm_package': 'gpu-operator-certifed'},
+     "has no package 'gpu-operator-certifed'; did you mean 'gpu-operator-certified'?"),
+    ('unknown channel', 'gpu_operator', {'gpu_operator_olm_channel': 'v1.11'}, "has no channel 'v1.11'"),
+    ('pinned CSV not in channel', 'gpu_operator', {'gpu_operator_olm_channel': 'v26.7'},
+     'channel v26.7 of package gpu-operator-certified has no CSV gpu-operator-certified.v25.10.1'),
+    ('missing CatalogSource', 'gpu_operator', {'gpu_operator_olm_source': 'mirror-certified-operators'},
+     'CatalogSource mirror-certified-operators not found in namespace openshift-marketplace'),
+    ('override of the wrong type', 'gpu_operator', {'gpu_operator_cluster_policy_overrides': {'mig': 'mixed'}},
+     "gpu_operator_cluster_policy_overrides.mig must be a mapping (ClusterPolicy spec.mig is an object)"),
+    ('override the CRD schema refuses', 'gpu_operator',
+     {'gpu_operator_cluster_policy_overrides': {'driver': {'enabled': 'yes'}, 'devicePlugn': {'enabled': True}}},
+     "unknown field 'devicePlugn'; did you mean 'devicePlugin'?"),
+    ('toleration with Exists and a value', 'gpu_operator',
+     {'gpu_operator_daemonset_tolerations': [{'key': 'dedicated', 'operator': 'Exists', 'value': 'gpu',
+                                             'effect': 'NoSchedule'}]},
+     'gpu_operator_daemonset_tolerations[0]: operator Exists must not set value'),
+    ('NFD worker toleration with Exists and a value', 'nfd',
+     {'nfd_worker_tolerations': [{'key': 'dedicated', 'operator': 'Exists', 'value': 'gpu'}]},
+     'nfd_worker_tolerations[0]: operator Exists must not set value'),
+    ('NFD unknown channel', 'nfd', {'nfd_olm_channel': '4.8'}, "package nfd has no channel '4.8'"),
+]
+
+
+def test_bad_inputs_fail_before_writing(testbed, package_api, custom, core):
+    before = snapshot(custom, core)
+    ns_before = namespaces(core)
+    tasks = [{'name': 'collect', 'ansible.builtin.set_fact': {'failures': []}}]
+    for case, role, case_vars, _needle in BAD_CASES:
+        tasks.append({'name': case, 'block': [
+            {'name': 'run ' + case, 'ansible.builtin.include_role': {'name': 'gpuops.gpu.' + role},
+             'vars': case_vars}],
+            'rescue': [{'name': 'record ' + case, 'ansible.builtin.set_fact': {
+                'failures': "{{ failures + [{'case': %r, 'task': ansible_failed_task.name, "
+                            "'msg': ansible_failed_result.msg | string}] }}" % case}}]})
+    tasks.append({'name': 'report', 'ansible.builtin.debug': {'var': 'failures'}})
+    rc, results, _stats, raw = play(testbed, tasks, vars=VARS)
+    failures = {f['case']: f for f in results['report']['failures']}
+    for case, _role, _vars, needle in BAD_CASES:
+        assert case in failures, 'case %r did not fail: %s' % (case, raw[-4000:])
+        assert needle in failures[case]['msg'], (case, failures[case])
+    assert snapshot(custom, core) == before, 'a bad input wrote something'
+    assert namespaces(core) == ns_before
+    assert items(custom, 'clusterpolicies', version='v1', group='nvidia.com') == []
+
+
+def test_install_pins_the_csv_and_the_real_operator_reconciles_the_cluster_policy(testbed, package_api, custom, core):
+    assert not [n for n in core.list_node().items if (n.metadata.labels or {}).get(PCI)], \
+        'NFD labels before NFD is installed: the cluster is not in on-cr mode'
+    rc, results, stats, raw = play(testbed, ROLES, vars=VARS)
+    assert rc == 0, raw[-5000:]
+
+    # NFD: operator installed, instance from the CSV example with the merged worker tolerations,
+    # and the simulated nfd-worker labelled the GPU nodes (not the CPU node)
+    nfd = items(custom, 'nodefeaturediscoveries', 'openshift-nfd', 'v1', 'nfd.openshift.io')
+    assert [n['metadata']['name'] for n in nfd] == ['nfd-instance']
+    assert nfd[0]['spec']['operand']['workerTolerations'] == [DEDICATED, GPU_TOL]
+    assert 'deviceClassWhitelist' in nfd[0]['spec']['workerConfig']['configData']  # from the CSV's example
+    labelled = sorted(n.metadata.name for n in core.list_node().items if (n.metadata.labels or {}).get(PCI) == 'true')
+    assert labelled == GPU_NODES
+    assert [c['status']['phase'] for c in items(custom, 'clusterserviceversions', 'openshift-nfd')] == ['Succeeded']
+
+    # GPU operator: monitored namespace, OwnNamespace OperatorGroup, pinned Manual Subscription
+    ns = core.read_namespace(GPU_NS)
+    assert ns.metadata.labels.get('openshift.io/cluster-monitoring') == 'true'
+    groups = items(custom, 'operatorgroups', GPU_NS, 'v1')
+    assert [g['spec'].get('targetNamespaces') for g in groups] == [[GPU_NS]]
+    sub = custom.get_namespaced_custom_object(*OLM, GPU_NS, 'subscriptions', 'gpu-operator-certified')
+    assert sub['spec'] == {'name': 'gpu-operator-certified', 'channel': 'stable', 'source': 'certified-operators',
+                           'sourceNamespace': 'openshift-marketplace', 'installPlanApproval': 'Manual',
+                           'startingCSV': PINNED}
+    assert sub['status']['installedCSV'] == PINNED
+    # only the pinned InstallPlan was approved; OLM's upgrade to the channel head is held
+    plans = {tuple(p['spec']['clusterServiceVersionNames']): p for p in items(custom, 'installplans', GPU_NS)}
+    assert plans[(PINNED,)]['spec']['approved'] is True and plans[(PINNED,)]['status']['phase'] == 'Complete'
+    assert plans[(HEAD,)]['spec']['approved'] is False
+    csvs = {c['metadata']['name']: c for c in items(custom, 'clusterserviceversions', GPU_NS)}
+    assert list(csvs) == [PINNED] and csvs[PINNED]['status']['phase'] == 'Succeeded'
+
+    # ClusterPolicy: the CSV's alm-examples + overrides + merged tolerations, reconciled by the real operator
+    example = next(e for e in json.loads(csvs[PINNED]['metadata']['annotations']['alm-examples'])
+                   if e['kind'] == 'ClusterPolicy')
+    policy = custom.get_cluster_custom_object('nvidia.com', 'v1', 'clusterpolicies', 'gpu-cluster-policy')
+    spec = policy['spec']
+    assert spec['mig'] == {'strategy': 'mixed'}
+    assert spec['daemonsets']['tolerations'] == [DEDICATED, GPU_TOL]
+    for key in ('driver', 'devicePlugin', 'dcgmExporter', 'validator', 'sandboxWorkloads'):
+        for field, value in example['spec'][key].items():
+            assert spec[key][field] == value, (key, field)
+    assert policy['status']['state'] == 'ready'
+    ds = client.AppsV1Api(core.api_client).read_namespaced_daemon_set('nvidia-device-plugin-daemonset', 'gpu-operator')
+    tolerations = [t.to_dict() for t in ds.spec.template.spec.tolerations]
+    assert any(t['key'] == 'nvidia.com/gpu' and t['operator'] == 'Exists' for t in tolerations)
+    assert any(t['key'] == 'dedicated' and t['value'] == 'gpu' for t in tolerations)
+
+    olm = next(r for name, r in results.items() if 'Install the operator' in name)
+    assert olm['csv'] == PINNED and olm['related_images'] and olm['install_plan']
+
+
+def test_second_run_changes_nothing(testbed, package_api, custom, core):
+    before = snapshot(custom, core)
+    rc, _results, stats, raw = play(testbed, ROLES, vars=VARS)
+    assert rc == 0, raw[-5000:]
+    assert stats.get('changed') == 0, raw[-5000:]
+    assert snapshot(custom, core) == before
+
+
+def test_check_mode_writes_nothing(testbed, package_api, custom, core):
+    before = snapshot(custom, core)
+    changed_vars = dict(VARS, gpu_operator_mig_strategy='single',
+                        gpu_operator_daemonset_tolerations=[DEDICATED, {'key': 'spot', 'operator': 'Exists',
+                                                                        'effect': 'NoSchedule'}],
+                        nfd_worker_node_selector={'node-role.kubernetes.io/worker': ''})
+    rc, results, stats, raw = play(testbed, ROLES, check=True, diff=True, vars=changed_vars)
+    assert rc == 0, raw[-5000:]
+    assert stats.get('changed', 0) >= 2, raw[-5000:]
+    policy = next(r for name, r in results.items() if 'Create or patch the ClusterPolicy' in name)
+    assert policy['changed'] and policy['patch']['mig'] == {'strategy': 'single'}
+    assert policy['diff']['before']['spec']['mig'] == {'strategy': 'mixed'}
+    assert policy['diff']['after']['spec']['daemonsets']['tolerations'][-1]['key'] == 'spot'
+    assert snapshot(custom, core) == before
+
+
+def test_existing_policy_is_patched_only_where_asked(testbed, package_api, custom, core):
+    """Another role (mig, sharing) or an administrator changed the ClusterPolicy: re-running the
+    install with other overrides patches those only and never reverts the rest to the example."""
+    custom.patch_cluster_custom_object('nvidia.com', 'v1', 'clusterpolicies', 'gpu-cluster-policy',
+                                       {'spec': {'devicePlugin': {'config': {'name': 'sharing', 'default': 'none'}}}})
+    task = {'name': 'policy', 'gpuops.gpu.cluster_policy': {
+        'overrides': {'dcgmExporter': {'serviceMonitor': {'enabled': False}}}, 'poll_interval': 0.5,
+        'wait_timeout': 120}}
+    rc, results, _stats, raw = play(testbed, [task])
+    assert rc == 0, raw[-4000:]
+    assert results['policy']['patch'] == {'dcgmExporter': {'serviceMonitor': {'enabled': False}}}
+    spec = custom.get_cluster_custom_object('nvidia.com', 'v1', 'clusterpolicies', 'gpu-cluster-policy')['spec']
+    assert spec['devicePlugin']['config'] == {'name': 'sharing', 'default': 'none'}
+    assert spec['mig'] == {'strategy': 'mixed'} and spec['daemonsets']['tolerations'] == [DEDICATED, GPU_TOL]
+    assert results['policy']['state'] == 'ready'

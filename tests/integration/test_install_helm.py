@@ -1,0 +1,110 @@
+"""Install with Helm (plain Kubernetes) on the virtual GPU cluster: the nfd and gpu_operator roles
+with kubernetes.core.helm, the helm CLI built from its Go module (tests/testbed/hack/install-helm.sh)
+and the charts shipped inside the gpu-operator Go module (deployments/gpu-operator and its
+node-feature-discovery subchart), read from the module cache. The REAL gpu-operator controller
+reconciles the ClusterPolicy the chart renders, patched by cluster_policy with the overrides.
+
+The NFD worker of the chart does not run on KWOK nodes; the PCI labels come from gpusim's
+simulated nfd-worker (default config: every GPU node), so the label wait passes at once here."""
+
+import json
+import os
+import subprocess
+
+import pytest
+from kubernetes import client, config as kconfig
+
+import conftest
+from ansible_run import run_play
+
+GPU_TOL = {'key': 'nvidia.com/gpu', 'operator': 'Exists', 'effect': 'NoSchedule'}
+DEDICATED = {'key': 'dedicated', 'operator': 'Equal', 'value': 'gpu', 'effect': 'NoSchedule'}
+HACK = os.path.join(conftest.REPO, 'tests', 'testbed', 'hack')
+
+
+@pytest.fixture(scope='module')
+def helm():
+    """The helm binary (built once from its Go module and cached; seconds when cached)."""
+    out = subprocess.run([os.path.join(HACK, 'install-helm.sh')], check=True, stdout=subprocess.PIPE, text=True).stdout
+    return out.strip().splitlines()[-1]
+
+
+@pytest.fixture(scope='module')
+def chart():
+    out = subprocess.run([os.path.join(HACK, 'asset-modules.sh')], check=True, stdout=subprocess.PIPE, text=True).stdout
+    module = dict(line.split(' ', 1) for line in out.strip().splitlines())['gpu-operator']
+    return os.path.join(module, 'deployments', 'gpu-operator')
+
+
+@pytest.fixture(scope='module')
+def variables(helm, chart):
+    return {
+        'nfd_install_method': 'helm',
+        'nfd_namespace': 'node-feature-discovery',
+        'nfd_namespace_labels': {},
+        'nfd_helm_chart_ref': os.path.join(chart, 'charts', 'node-feature-discovery'),
+        'nfd_helm_binary': helm,
+        'nfd_worker_tolerations': [DEDICATED],
+        'nfd_gpu_node_selector': 'gpuops.dev/pool',
+        'nfd_poll_interval': 1,
+        'gpu_operator_install_method': 'helm',
+        'gpu_operator_namespace': 'gpu-operator',   # where the testbed's operator runs its operands
+        'gpu_operator_namespace_labels': {},
+        'gpu_operator_helm_chart_ref': chart,
+        'gpu_operator_helm_binary': helm,
+        # NFD comes from the nfd role; the CRD upgrade hook is a Job for a real cluster
+        'gpu_operator_helm_values': {'nfd': {'enabled': False}, 'operator': {'upgradeCRD': False}},
+        'gpu_operator_mig_strategy': 'mixed',
+        'gpu_operator_daemonset_tolerations': [DEDICATED],
+        'gpu_operator_poll_interval': 1,
+        'gpu_operator_ready_timeout': 180,
+    }
+
+
+ROLES = [{'name': 'nfd', 'ansible.builtin.include_role': {'name': 'gpuops.gpu.nfd'}},
+         {'name': 'gpu_operator', 'ansible.builtin.include_role': {'name': 'gpuops.gpu.gpu_operator'}}]
+
+
+def play(testbed, check=False, vars=None):
+    rc, results, raw = run_play(testbed.kubeconfig, ROLES, check=check, vars=vars)
+    try:
+        stats = json.loads(raw[raw.index('{'):raw.rindex('}') + 1])['stats']['localhost']
+    except (ValueError, KeyError):
+        stats = {}
+    return rc, results, stats, raw
+
+
+def releases(core):
+    """Helm releases as helm stores them (Secrets owner=helm), name -> latest revision."""
+    out = {}
+    for secret in core.list_secret_for_all_namespaces(label_selector='owner=helm').items:
+        labels = secret.metadata.labels
+        out[labels['name']] = max(out.get(labels['name'], 0), int(labels['version']))
+    return out
+
+
+def test_helm_install_then_no_change_and_check_mode(testbed, variables):
+    api = kconfig.new_client_from_config(config_file=testbed.kubeconfig)
+    core, apps, custom = client.CoreV1Api(api), client.AppsV1Api(api), client.CustomObjectsApi(api)
+
+    rc, _results, _stats, raw = play(testbed, vars=variables)
+    assert rc == 0, raw[-5000:]
+    assert releases(core) == {'node-feature-discovery': 1, 'gpu-operator': 1}
+    worker = apps.read_namespaced_daemon_set('node-feature-discovery-worker', 'node-feature-discovery')
+    assert [t.to_dict() for t in worker.spec.template.spec.tolerations] == [
+        dict(DEDICATED, toleration_seconds=None), dict(GPU_TOL, value=None, toleration_seconds=None)]
+    policy = custom.get_cluster_custom_object('nvidia.com', 'v1', 'clusterpolicies', 'cluster-policy')
+    assert policy['status']['state'] == 'ready'
+    assert policy['spec']['mig'] == {'strategy': 'mixed'}           # chart default single, override mixed
+    assert policy['spec']['daemonsets']['tolerations'] == [GPU_TOL, DEDICATED]   # chart's list + ours
+    assert policy['spec']['daemonsets']['priorityClassName'] == 'system-node-critical'  # chart value kept
+    rv = policy['metadata']['resourceVersion']
+
+    rc, _results, stats, raw = play(testbed, vars=variables)
+    assert rc == 0 and stats.get('changed') == 0, raw[-5000:]
+
+    rc, _results, stats, raw = play(testbed, check=True, vars=dict(variables, gpu_operator_mig_strategy='single'))
+    assert rc == 0 and stats.get('changed', 0) >= 1, raw[-5000:]
+    assert releases(core) == {'node-feature-discovery': 1, 'gpu-operator': 1}
+    policy = custom.get_cluster_custom_object('nvidia.com', 'v1', 'clusterpolicies', 'cluster-policy')
+    assert policy['metadata']['resourceVersion'] == rv and policy['spec']['mig'] == {'strategy': 'mixed'}

@@ -1,0 +1,196 @@
+"""gpuops.gpu.monitoring on the virtual GPU cluster: the real gpu-operator turns our ClusterPolicy patch into the
+DCGM exporter DaemonSet (metrics ConfigMap mounted, DCGM_EXPORTER_COLLECTORS) and the ServiceMonitor; the
+PrometheusRule, console and ConsolePlugin objects are checked against their real CRD schemas."""
+
+import json
+import os
+
+import pytest
+import yaml
+from kubernetes import client, config as kconfig
+
+from ansible_run import run_play
+from cluster_policy_example import clusterpolicy_example
+from conftest import wait_until
+
+OP_NS = 'gpu-operator'
+POLICY = 'gpu-cluster-policy'
+CP = ('nvidia.com', 'v1', 'clusterpolicies')
+CONSOLE = ('operator.openshift.io', 'v1', 'consoles')
+CONSOLE_CRDS = ('operator/v1/zz_generated.crd-manifests/0000_50_console_01_consoles.crd.yaml',
+                'console/v1/zz_generated.crd-manifests/90_consoleplugins.crd.yaml')
+BASE = {'monitoring_wait_timeout': 60}
+
+
+@pytest.fixture(scope='module')
+def api(testbed):
+    api_client = kconfig.new_client_from_config(config_file=testbed.kubeconfig)
+    return {'custom': client.CustomObjectsApi(api_client), 'core': client.CoreV1Api(api_client),
+            'apps': client.AppsV1Api(api_client), 'ext': client.ApiextensionsV1Api(api_client)}
+
+
+def dcgm_pods(api):
+    return {p.metadata.uid for p in api['core'].list_namespaced_pod(OP_NS, label_selector='app=nvidia-dcgm-exporter').items
+            if not p.metadata.deletion_timestamp}
+
+
+@pytest.fixture(scope='module', autouse=True)
+def openshift_like(testbed, api):
+    """The GPU operator installed (the ClusterPolicy of NVIDIA's OLM example, ServiceMonitor off), the namespace
+    OpenShift ships for console dashboards, and the console operator's CRDs (read from the openshift/api module)."""
+    policy = clusterpolicy_example(POLICY)
+    policy['spec'].setdefault('dcgmExporter', {})['serviceMonitor'] = {'enabled': False}
+    api['custom'].create_cluster_custom_object(*CP, policy)
+    api['core'].create_namespace({'metadata': {'name': 'openshift-config-managed'}})
+    module_dir = testbed.state()['assets']['openshift-api']
+    for rel in CONSOLE_CRDS:
+        with open(os.path.join(module_dir, rel)) as f:
+            crd = yaml.safe_load(f)
+        api['ext'].create_custom_resource_definition(crd)
+        wait_until('CRD %s established' % crd['metadata']['name'], lambda: any(
+            c.type == 'Established' and c.status == 'True' for c in
+            api['ext'].read_custom_resource_definition(crd['metadata']['name']).status.conditions or []), 30)
+    api['custom'].create_cluster_custom_object(*CONSOLE, {
+        'apiVersion': 'operator.openshift.io/v1', 'kind': 'Console', 'metadata': {'name': 'cluster'},
+        'spec': {'plugins': ['other-plugin']}})
+    wait_until('the DCGM exporter pods of the GPU operator', lambda: dcgm_pods(api), 120, 1)
+
+
+def role(kubeconfig, variables, check=False):
+    tasks = [{'name': 'monitoring', 'ansible.builtin.include_role': {'name': 'gpuops.gpu.monitoring'}}]
+    return run_play(kubeconfig, tasks, check=check, vars=dict(BASE, **variables))
+
+
+def snapshot(api):
+    """Everything the role may write (the operator keeps writing the ClusterPolicy status: compare the spec)."""
+    core, custom = api['core'], api['custom']
+    cms = sorted('%s/%s' % (cm.metadata.namespace, cm.metadata.name)
+                 for ns in (OP_NS, 'openshift-config-managed') for cm in core.list_namespaced_config_map(ns).items)
+    rules = [r['metadata']['name'] for r in custom.list_namespaced_custom_object(
+        'monitoring.coreos.com', 'v1', OP_NS, 'prometheusrules')['items']]
+    return (json.dumps(custom.get_cluster_custom_object(*CP, POLICY)['spec'], sort_keys=True),
+            core.read_namespace(OP_NS).metadata.labels, cms, rules,
+            custom.get_cluster_custom_object(*CONSOLE, 'cluster')['spec'].get('plugins'))
+
+
+def test_bad_inputs_fail_before_writing(testbed, api):
+    before = snapshot(api)
+    cases = {
+        'help-with-comma': {'monitoring_dcgm_metrics_extra': [
+            {'field': 'DCGM_FI_DEV_ECC_DBE_VOL_TOTAL', 'type': 'counter', 'help': 'ECC errors, double bit'}]},
+        'alert-field-missing': {'monitoring_dcgm_metrics': [
+            {'field': 'DCGM_FI_DEV_GPU_TEMP', 'type': 'gauge', 'help': 'Temperature.'}]},
+        'no-grafana-namespace': {'monitoring_platform': 'kubernetes'},
+        'no-such-cluster-policy': {'monitoring_cluster_policy_name': 'not-there'},
+        'console-plugin-not-installed': {'monitoring_console_plugin': True},
+    }
+    tasks = [{'name': name, 'block': [{'name': name + ' role', 'ansible.builtin.include_role': {
+        'name': 'gpuops.gpu.monitoring'}, 'vars': dict(BASE, **variables)}],
+        'rescue': [{'name': name + ' failed', 'ansible.builtin.debug': {
+            'msg': {'task': '{{ ansible_failed_task.name }}', 'msg': '{{ ansible_failed_result.msg }}'}}}]}
+        for name, variables in cases.items()]
+    rc, results, raw = run_play(testbed.kubeconfig, tasks)
+    assert rc == 0, raw[-3000:]
+    expected = {'help-with-comma': 'must not contain a comma',
+                'alert-field-missing': 'DCGM_FI_DEV_XID_ERRORS is missing from the metric list',
+                'no-grafana-namespace': 'the Grafana namespace monitoring does not exist',
+                'no-such-cluster-policy': 'exactly one ClusterPolicy is needed (found 0)',
+                'console-plugin-not-installed': 'the ConsolePlugin console-plugin-nvidia-gpu does not exist'}
+    for name, text in expected.items():
+        out = results[name + ' failed']['msg']
+        assert out['task'].endswith('Check the inputs before writing anything'), out
+        assert text in str(out['msg']), out
+    assert snapshot(api) == before
+
+
+def test_check_mode_writes_nothing(testbed, api):
+    before = snapshot(api)
+    rc, results, raw = role(testbed.kubeconfig, {}, check=True)
+    assert rc == 0, raw[-3000:]
+    assert results['Point the ClusterPolicy DCGM exporter at the metrics and the ServiceMonitor']['changed'] is True
+    assert results['Write the GPU dashboard for the OpenShift console']['changed'] is True
+    assert snapshot(api) == before
+
+
+def test_apply_then_idempotent(testbed, api):
+    rc, results, raw = role(testbed.kubeconfig, {})
+    assert rc == 0, raw[-3000:]
+    core, custom, apps = api['core'], api['custom'], api['apps']
+    assert core.read_namespace(OP_NS).metadata.labels['openshift.io/cluster-monitoring'] == 'true'
+    csv = core.read_namespaced_config_map('gpuops-dcgm-metrics', OP_NS).data['dcgm-metrics.csv']
+    lines = [line for line in csv.splitlines() if line and not line.startswith('#')]
+    assert lines[0] == 'DCGM_FI_PROF_GR_ENGINE_ACTIVE, gauge, Ratio of time the graphics engine is active (works per MIG instance).'
+    assert all(len(line.split(',')) == 3 for line in lines)
+    spec = custom.get_cluster_custom_object(*CP, POLICY)['spec']['dcgmExporter']
+    assert spec['enabled'] is True and spec['config'] == {'name': 'gpuops-dcgm-metrics'}
+    assert spec['serviceMonitor'] == {'enabled': True, 'interval': '15s'}
+    # the real operator reconciled it: ServiceMonitor, metrics file mounted into the exporter
+    monitor = custom.get_namespaced_custom_object('monitoring.coreos.com', 'v1', OP_NS, 'servicemonitors',
+                                                  'nvidia-dcgm-exporter')
+    assert monitor['spec']['endpoints'][0]['interval'] == '15s'
+
+    def exporter_uses_our_metrics():
+        ds = apps.read_namespaced_daemon_set('nvidia-dcgm-exporter', OP_NS).spec.template.spec
+        env = {e.name: e.value for e in ds.containers[0].env or []}
+        volumes = {v.name: v.config_map.name for v in ds.volumes or [] if v.config_map}
+        return env.get('DCGM_EXPORTER_COLLECTORS') == '/etc/dcgm-exporter/dcgm-metrics.csv' \
+            and volumes.get('metrics-config') == 'gpuops-dcgm-metrics'
+    wait_until('the operator to mount gpuops-dcgm-metrics into the DCGM exporter', exporter_uses_our_metrics, 60)
+    rule = custom.get_namespaced_custom_object('monitoring.coreos.com', 'v1', OP_NS, 'prometheusrules', 'gpuops-gpu-alerts')
+    alerts = {r['alert']: r for g in rule['spec']['groups'] for r in g['rules']}
+    assert {'GPUXidError', 'GPUXidErrorCritical', 'GPUUnavailable', 'GPUMIGConfigFailed', 'GPUMIGConfigStuck',
+            'GPUMemoryAlmostFull', 'GPUMetricsDown'} <= set(alerts)
+    assert alerts['GPUMemoryAlmostFull']['expr'].strip().endswith('> 95')
+    assert '{{ $labels.Hostname }}' in alerts['GPUXidError']['annotations']['summary']
+    dashboard = core.read_namespaced_config_map('gpuops-gpu-dashboard', 'openshift-config-managed')
+    assert dashboard.metadata.labels['console.openshift.io/dashboard'] == 'true'
+    assert dashboard.metadata.labels['console.openshift.io/odc-dashboard'] == 'true'
+    board = json.loads(dashboard.data['gpuops-gpu-dashboard.json'])
+    assert board['uid'] == 'gpuops-gpu-fleet'
+    exprs = ' '.join(t['expr'] for p in board['panels'] for t in p.get('targets', []))
+    assert 'DCGM_FI_PROF_GR_ENGINE_ACTIVE' in exprs and 'DCGM_FI_DEV_XID_ERRORS' in exprs
+
+    before = snapshot(api)
+    rc, results, raw = role(testbed.kubeconfig, {})
+    assert rc == 0, raw[-3000:]
+    assert [name for name, res in results.items() if res.get('changed')] == []
+    assert snapshot(api) == before
+
+
+def test_metric_change_restarts_exporter_and_console_plugin_enabled(testbed, api):
+    core, custom = api['core'], api['custom']
+    custom.create_cluster_custom_object('console.openshift.io', 'v1', 'consoleplugins', {
+        'apiVersion': 'console.openshift.io/v1', 'kind': 'ConsolePlugin',
+        'metadata': {'name': 'console-plugin-nvidia-gpu'},
+        'spec': {'displayName': 'NVIDIA GPU', 'backend': {'type': 'Service', 'service': {
+            'name': 'console-plugin-nvidia-gpu', 'namespace': OP_NS, 'port': 9443, 'basePath': '/'}}}})
+    pods_before = dcgm_pods(api)
+    assert pods_before
+    rc, results, raw = role(testbed.kubeconfig, {'monitoring_console_plugin': True, 'monitoring_dcgm_metrics_extra': [
+        {'field': 'DCGM_FI_DEV_ECC_DBE_VOL_TOTAL', 'type': 'counter', 'help': 'Double-bit volatile ECC errors.'}]})
+    assert rc == 0, raw[-3000:]
+    assert results['Restart the DCGM exporter pods to load the new metric list']['changed'] is True
+    csv = core.read_namespaced_config_map('gpuops-dcgm-metrics', OP_NS).data['dcgm-metrics.csv']
+    assert csv.rstrip().endswith('DCGM_FI_DEV_ECC_DBE_VOL_TOTAL, counter, Double-bit volatile ECC errors.')
+    wait_until('new DCGM exporter pods', lambda: dcgm_pods(api) and not (dcgm_pods(api) & pods_before), 60)
+    assert custom.get_cluster_custom_object(*CONSOLE, 'cluster')['spec']['plugins'] == [
+        'other-plugin', 'console-plugin-nvidia-gpu']
+
+
+def test_plain_kubernetes_grafana_dashboard(testbed, api):
+    core, custom = api['core'], api['custom']
+    core.create_namespace({'metadata': {'name': 'monitoring'}})
+    rc, results, raw = role(testbed.kubeconfig, {
+        'monitoring_platform': 'kubernetes',
+        'monitoring_service_monitor_additional_labels': {'release': 'kube-prometheus-stack'},
+        'monitoring_alert_rule_labels': {'release': 'kube-prometheus-stack'}})
+    assert rc == 0, raw[-3000:]
+    assert results['Write the GPU dashboard for the OpenShift console'].get('skipped') is True
+    board = core.read_namespaced_config_map('gpuops-gpu-dashboard', 'monitoring')
+    assert board.metadata.labels['grafana_dashboard'] == '1'
+    assert json.loads(board.data['gpuops-gpu-dashboard.json'])['title'] == 'NVIDIA GPUs (gpuops.gpu)'
+    rule = custom.get_namespaced_custom_object('monitoring.coreos.com', 'v1', OP_NS, 'prometheusrules', 'gpuops-gpu-alerts')
+    assert rule['metadata']['labels']['release'] == 'kube-prometheus-stack'
+    wait_until('the operator to label the ServiceMonitor for kube-prometheus-stack', lambda: custom.get_namespaced_custom_object(
+        'monitoring.coreos.com', 'v1', OP_NS, 'servicemonitors', 'nvidia-dcgm-exporter')['metadata'].get(
+        'labels', {}).get('release') == 'kube-prometheus-stack', 60)

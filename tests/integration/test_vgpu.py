@@ -1,0 +1,153 @@
+"""gpuops.gpu.vgpu on the virtual GPU cluster: the licensing Secret (token verbatim), the pull Secret,
+the ClusterPolicy driver settings — and the REAL gpu-operator mounting the Secret into its driver
+DaemonSet and pulling the vGPU driver from the private registry. Secrets never in output."""
+
+import base64
+import json
+
+import pytest
+from kubernetes import client, config as kconfig
+
+from role_cases import (all_unchanged, assert_secret_free, config_maps_text, ensure_cluster_policy, failures,
+                        run_role, wait_for)
+
+GPU_NS = 'gpu-operator'
+# A token-shaped sentinel with a trailing newline and no final-newline-stripping tolerance.
+TOKEN = 'eyJhbGciOiJSUzI1NiIsInR5cCI6IkpXVCJ9.VGPU-TOKEN-SENTINEL-2c9e.c2lnbmF0dXJl\n'
+PASSWORD = 'Registry-Pa55-SENTINEL-91d0'
+USER = 'robot$vgpu'
+REGISTRY = 'registry.example.com:5000'
+AUTH = base64.b64encode(('%s:%s' % (USER, PASSWORD)).encode()).decode()
+SECRETS = (TOKEN.strip(), base64.b64encode(TOKEN.encode()).decode(), PASSWORD, AUTH)
+CP = ('nvidia.com', 'v1', 'clusterpolicies')
+
+
+@pytest.fixture(scope='module')
+def api(testbed):
+    return kconfig.new_client_from_config(config_file=testbed.kubeconfig)
+
+
+@pytest.fixture(scope='module')
+def core(api):
+    return client.CoreV1Api(api)
+
+
+@pytest.fixture(scope='module')
+def custom(api):
+    return client.CustomObjectsApi(api)
+
+
+@pytest.fixture(scope='module', autouse=True)
+def policy(custom):
+    ensure_cluster_policy(custom)
+
+
+@pytest.fixture(scope='module')
+def token_file(tmp_path_factory):
+    path = tmp_path_factory.mktemp('vgpu') / 'client_configuration_token.tok'
+    path.write_bytes(TOKEN.encode())
+    return str(path)
+
+
+def variables(token_file, **extra):
+    out = {'vgpu_operator_namespace': GPU_NS, 'vgpu_token_file': token_file,
+           'vgpu_gridd_settings': {'ServerPort': 443},
+           'vgpu_driver_repository': REGISTRY + '/nvidia-vgpu', 'vgpu_driver_version': '580.95.05-grid',
+           'vgpu_registry_username': USER, 'vgpu_registry_password': PASSWORD}
+    out.update(extra)
+    return out
+
+
+def snapshot(core, custom):
+    out = {'cp': custom.get_cluster_custom_object(*CP, 'gpu-cluster-policy')['spec']['driver']}
+    for secret in core.list_namespaced_secret(GPU_NS).items:
+        out[secret.metadata.name] = secret.metadata.resource_version
+    return json.loads(json.dumps(out))
+
+
+def test_check_mode_writes_nothing(testbed, core, custom, token_file):
+    before = snapshot(core, custom)
+    rc, results, raw = run_role(testbed.kubeconfig, 'vgpu', variables(token_file), check=True, diff=True)
+    assert rc == 0, raw[-3000:]
+    assert snapshot(core, custom) == before
+    assert_secret_free(raw, SECRETS)
+
+
+def test_bad_inputs_fail_before_writing(testbed, core, custom, token_file, tmp_path):
+    empty = tmp_path / 'empty.tok'
+    empty.write_bytes(b'')
+    cases = {
+        'missing_token_file': {'vgpu_token_file': str(tmp_path / 'missing.tok')},
+        'empty_token_file': {'vgpu_token_file': str(empty)},
+        'gridd_typo': {'vgpu_gridd_settings': {'FeatureTyp': 1}},
+        'password_without_user': {'vgpu_registry_username': ''},
+        'no_cluster_policy': {'vgpu_cluster_policy_name': 'nope'},
+    }
+    before = snapshot(core, custom)
+    found, raw = failures(testbed.kubeconfig, 'vgpu', variables(token_file), cases)
+    assert sorted(found) == sorted(cases)
+    expected = {'missing_token_file': 'does not exist on the Ansible controller', 'empty_token_file': 'is empty',
+                'gridd_typo': "did you mean 'FeatureType'",
+                'password_without_user': 'set both vgpu_registry_username and vgpu_registry_password',
+                'no_cluster_policy': 'exactly one ClusterPolicy is needed (found 0)'}
+    for case, fragment in expected.items():
+        assert fragment in found[case]['msg'], (case, found[case])
+        assert found[case]['task'] == 'Check the inputs before writing anything', (case, found[case])
+    assert snapshot(core, custom) == before
+    assert_secret_free(raw, SECRETS)
+
+
+def test_licensing_and_driver_then_idempotent(testbed, core, custom, token_file):
+    rc, results, raw = run_role(testbed.kubeconfig, 'vgpu', variables(token_file), diff=True)
+    assert rc == 0, raw[-3000:]
+    assert_secret_free(raw, SECRETS)
+    secret = core.read_namespaced_secret('licensing-config', GPU_NS)
+    assert sorted(secret.data) == ['client_configuration_token.tok', 'gridd.conf']
+    assert base64.b64decode(secret.data['client_configuration_token.tok']) == TOKEN.encode()  # verbatim
+    gridd = base64.b64decode(secret.data['gridd.conf']).decode()
+    assert [line for line in gridd.splitlines() if not line.startswith('#')] == ['FeatureType=1', 'ServerPort=443']
+    pull = core.read_namespaced_secret('gpuops-vgpu-registry', GPU_NS)
+    assert pull.type == 'kubernetes.io/dockerconfigjson'
+    assert json.loads(base64.b64decode(pull.data['.dockerconfigjson'])) == {'auths': {REGISTRY: {'auth': AUTH}}}
+    driver = custom.get_cluster_custom_object(*CP, 'gpu-cluster-policy')['spec']['driver']
+    assert driver['licensingConfig'] == {'nlsEnabled': True, 'secretName': 'licensing-config'}
+    assert 'configMapName' not in driver['licensingConfig']
+    assert (driver['repository'], driver['image'], driver['version']) == (REGISTRY + '/nvidia-vgpu', 'driver',
+                                                                          '580.95.05-grid')
+    assert driver['imagePullSecrets'] == ['gpuops-vgpu-registry']
+    assert_secret_free(config_maps_text(core), SECRETS, 'ConfigMaps')
+
+    # the real operator: driver image from the private registry (+ OS tag), licensing Secret mounted
+    apps = client.AppsV1Api(core.api_client)
+
+    def rendered():
+        ds = apps.read_namespaced_daemon_set('nvidia-driver-daemonset', GPU_NS)
+        pod = ds.spec.template.spec
+        image = [c.image for c in pod.containers if c.name == 'nvidia-driver-ctr'][0]
+        volume = [v for v in pod.volumes or [] if v.name == 'licensing-config']
+        ok = image.startswith(REGISTRY + '/nvidia-vgpu/driver:580.95.05-grid-') and volume and \
+            volume[0].secret and volume[0].secret.secret_name == 'licensing-config' and \
+            sorted(i.key for i in volume[0].secret.items) == ['client_configuration_token.tok', 'gridd.conf'] and \
+            'gpuops-vgpu-registry' in [s.name for s in pod.image_pull_secrets or []]
+        return ok
+    wait_for(rendered, 90, 1, 'driver DaemonSet with the vGPU image and the licensing Secret')
+
+    before = snapshot(core, custom)
+    rc, results, raw = run_role(testbed.kubeconfig, 'vgpu', variables(token_file))
+    assert rc == 0 and all_unchanged(results) == [], raw[-3000:]
+    assert snapshot(core, custom) == before
+    assert_secret_free(raw, SECRETS)
+
+
+def test_token_rotation_updates_only_the_secret(testbed, core, custom, token_file, tmp_path):
+    rotated = tmp_path / 'new.tok'
+    rotated.write_bytes(b'eyJuZXciOiJ0b2tlbiJ9.ROTATED-SENTINEL')
+    before = snapshot(core, custom)
+    rc, results, raw = run_role(testbed.kubeconfig, 'vgpu', variables(str(rotated)))
+    assert rc == 0, raw[-3000:]
+    assert 'ROTATED-SENTINEL' not in raw
+    after = snapshot(core, custom)
+    assert after['licensing-config'] != before['licensing-config']
+    assert after['gpuops-vgpu-registry'] == before['gpuops-vgpu-registry'] and after['cp'] == before['cp']
+    data = core.read_namespaced_secret('licensing-config', GPU_NS).data
+    assert base64.b64decode(data['client_configuration_token.tok']) == b'eyJuZXciOiJ0b2tlbiJ9.ROTATED-SENTINEL'

@@ -1,0 +1,251 @@
+"""The thin agent loops of gpusim, driven against in-memory fakes (no cluster)."""
+import copy
+import threading
+
+from gpusim import contract as C
+from gpusim import kube as K
+from gpusim.agents.nodes import DevicePluginAgent, MigManagerAgent, NFDAgent
+from gpusim_util import CATALOG, cfg, node
+
+
+def merge(dst, patch):
+    for k, v in patch.items():
+        if v is None:
+            dst.pop(k, None)
+        elif isinstance(v, dict) and isinstance(dst.get(k), dict):
+            merge(dst[k], v)
+        else:
+            dst[k] = copy.deepcopy(v)
+
+
+class FakeInformer(object):
+    def __init__(self, key=lambda o: o["metadata"]["name"]):
+        self.store = {}
+        self.handlers = []
+        self.key = key
+
+    def add_handler(self, fn):
+        self.handlers.append(fn)
+
+    def get(self, key):
+        return self.store.get(key)
+
+    def items(self):
+        return list(self.store.values())
+
+    def keys(self):
+        return list(self.store)
+
+    def by_index(self, _name, value):
+        return [p for p in self.store.values() if p["spec"].get("nodeName") == value]
+
+    def put(self, obj):
+        old = self.store.get(self.key(obj))
+        self.store[self.key(obj)] = obj
+        for fn in self.handlers:
+            fn("MODIFIED" if old else "ADDED", obj, old)
+
+    def update_local(self, obj):
+        self.put(obj)
+
+    def wait_synced(self, timeout=None):
+        return True
+
+
+class FakeKube(object):
+    def __init__(self, ctx):
+        self.ctx = ctx
+        self.events = []
+        self.patches = 0
+
+    def merge_patch(self, res, name, patch, namespace=None, subresource=None):
+        assert res is K.NODES
+        self.patches += 1
+        n = copy.deepcopy(self.ctx._nodes.get(name))
+        merge(n, patch)
+        n["metadata"]["resourceVersion"] = str(int(n["metadata"]["resourceVersion"]) + 1)
+        return n
+
+    def event(self, involved, etype, reason, message, component="gpusim"):
+        self.events.append((involved["metadata"]["name"], etype, reason))
+
+
+class FakeCtx(object):
+    operator_namespace = "gpu-operator"
+
+    def __init__(self, **sim):
+        self.cfg = cfg(**sim)
+        self.catalog = CATALOG
+        self.stop = threading.Event()
+        self._nodes = FakeInformer()
+        self._pods = FakeInformer(key=lambda o: o["metadata"]["namespace"] + "/" + o["metadata"]["name"])
+        self._cms = FakeInformer()
+        self._cps = FakeInformer()
+        self.kube = FakeKube(self)
+
+    def nodes(self):
+        return self._nodes
+
+    def pods(self):
+        return self._pods
+
+    def configmaps(self):
+        return self._cms
+
+    def clusterpolicies(self):
+        return self._cps
+
+    def cluster_policy(self):
+        items = self._cps.items()
+        return items[0] if items else None
+
+    def operator_configmaps(self):
+        return {c["metadata"]["name"]: c for c in self._cms.items()}
+
+    def operator_configmap(self, name):
+        return self._cms.get(name) if name else None
+
+    def informer(self, res, namespace=None, transform=None):
+        self._other = getattr(self, "_other", {})
+        return self._other.setdefault(res.plural + res.group, FakeInformer())
+
+
+def setup(agent_cls, **sim):
+    ctx = FakeCtx(**sim)
+    agent = agent_cls(ctx)
+    agent.setup()
+    return ctx, agent
+
+
+def drain(ctx, agents, rounds=20):
+    """Run every queued reconcile (delays ignored) until the queues are empty."""
+    for _ in range(rounds):
+        busy = False
+        for a in agents:
+            while True:
+                key = a.queue.get(timeout=0.01)
+                if key is None:
+                    break
+                busy = True
+                try:
+                    a.reconcile(key)
+                finally:
+                    a.queue.done(key)
+        if not busy:
+            return
+    raise AssertionError("queues did not drain")
+
+
+def labels(ctx, name):
+    return ctx._nodes.get(name)["metadata"]["labels"]
+
+
+def set_label(ctx, name, **kv):
+    n = copy.deepcopy(ctx._nodes.get(name))
+    merge(n["metadata"]["labels"], kv)
+    n["metadata"]["resourceVersion"] = str(int(n["metadata"]["resourceVersion"]) + 1)
+    ctx._nodes.put(n)
+
+
+def mig_cluster():
+    ctx, mm = setup(MigManagerAgent, mig_reconfigure_seconds=0)
+    dp = DevicePluginAgent(ctx)
+    dp.setup()
+    ctx._nodes.put(node("a", labels={C.L_MIG_CONFIG: "all-disabled"}))
+    drain(ctx, [mm, dp])
+    return ctx, mm, dp
+
+
+def test_mig_agent_applies_and_dp_agent_follows():
+    ctx, mm, dp = mig_cluster()
+    assert labels(ctx, "a")[C.L_MIG_STATE] == "success"
+    set_label(ctx, "a", **{C.L_MIG_CONFIG: "all-1g.5gb"})
+    drain(ctx, [mm, dp])
+    n = ctx._nodes.get("a")
+    assert n["metadata"]["labels"][C.L_MIG_STATE] == "success"
+    assert n["status"]["capacity"]["nvidia.com/gpu"] == "56"
+    assert n["metadata"]["labels"]["nvidia.com/gpu.deploy.device-plugin"] == "true"
+    reasons = [e[2] for e in ctx.kube.events]
+    assert "MigConfigPending" in reasons and reasons[-1] != "MigConfigFailed"
+
+
+def test_same_value_again_does_nothing_but_remove_and_readd_does():
+    ctx, mm, dp = mig_cluster()
+    set_label(ctx, "a", **{C.L_MIG_STATE: None})
+    drain(ctx, [mm, dp])
+    assert C.L_MIG_STATE not in labels(ctx, "a")                 # value unchanged: no action
+    set_label(ctx, "a", **{C.L_MIG_CONFIG: None})
+    set_label(ctx, "a", **{C.L_MIG_CONFIG: "all-disabled"})      # before the worker runs
+    drain(ctx, [mm, dp])
+    assert labels(ctx, "a")[C.L_MIG_STATE] == "success"
+
+
+def test_mig_manager_restart_rereads_the_label():
+    ctx, mm, dp = mig_cluster()
+    set_label(ctx, "a", **{C.L_MIG_STATE: None})
+    n = copy.deepcopy(ctx._nodes.get("a"))
+    n["metadata"]["annotations"][C.ANN_MM_RESTART] = "1"
+    n["metadata"]["resourceVersion"] = "99"
+    ctx._nodes.put(n)
+    drain(ctx, [mm, dp])
+    assert labels(ctx, "a")[C.L_MIG_STATE] == "success"
+    # a new mig-manager pod on the node does the same
+    set_label(ctx, "a", **{C.L_MIG_STATE: None})
+    ctx._pods.put({"metadata": {"name": "mm", "namespace": "gpu-operator", "uid": "u1",
+                                "labels": {"app": "nvidia-mig-manager"}, "creationTimestamp": "t"},
+                   "spec": {"nodeName": "a"}, "status": {"phase": "Running"}, "resources": []})
+    drain(ctx, [mm, dp])
+    assert labels(ctx, "a")[C.L_MIG_STATE] == "success"
+
+
+def test_gpu_pod_blocks_then_stuck_pending_injection():
+    ctx, mm, dp = mig_cluster()
+    ctx._pods.put({"metadata": {"name": "job", "namespace": "ml", "uid": "p1", "labels": {}},
+                   "spec": {"nodeName": "a"}, "status": {"phase": "Running"},
+                   "resources": ["nvidia.com/gpu"]})
+    set_label(ctx, "a", **{C.L_MIG_CONFIG: "all-1g.5gb"})
+    drain(ctx, [mm, dp])
+    assert labels(ctx, "a")[C.L_MIG_STATE] == "failed"
+    assert "ml/job" in ctx._nodes.get("a")["metadata"]["annotations"][C.ANN_MIG_ERROR]
+    # stuck-pending: the job never finishes while the injection is there
+    ctx._pods.store.clear()
+    n = copy.deepcopy(ctx._nodes.get("a"))
+    n["metadata"]["annotations"][C.ANN_INJECT] = "stuck-pending"
+    n["metadata"]["labels"][C.L_MIG_CONFIG] = "all-balanced"
+    n["metadata"]["resourceVersion"] = "200"
+    ctx._nodes.put(n)
+    key = mm.queue.get(0.1)
+    mm.reconcile(key)
+    mm.queue.done(key)
+    assert labels(ctx, "a")[C.L_MIG_STATE] == "pending"
+    mm.reconcile("a")
+    assert labels(ctx, "a")[C.L_MIG_STATE] == "pending" and "a" in mm.jobs
+
+
+def test_dp_agent_no_patch_when_converged():
+    ctx, mm, dp = mig_cluster()
+    before = ctx.kube.patches
+    for _ in range(3):
+        dp.reconcile("a")
+        mm.reconcile("a")
+    assert ctx.kube.patches == before
+
+
+def test_nfd_agent_labels_gpu_and_cpu_nodes():
+    ctx, agent = setup(NFDAgent)
+    ctx._nodes.put(node("g"))
+    ctx._nodes.put(node("c", product_name=None))
+    drain(ctx, [agent])
+    assert labels(ctx, "g")["feature.node.kubernetes.io/pci-10de.present"] == "true"
+    assert "feature.node.kubernetes.io/pci-10de.present" not in labels(ctx, "c")
+    assert labels(ctx, "c")["feature.node.kubernetes.io/system-os_release.ID"] == "rhcos"
+
+
+def test_nfd_agent_on_cr_waits_for_the_custom_resource():
+    ctx, agent = setup(NFDAgent, nfd="on-cr")
+    ctx._nodes.put(node("g"))
+    drain(ctx, [agent])
+    assert "feature.node.kubernetes.io/pci-10de.present" not in labels(ctx, "g")
+    ctx.informer(K.NFD_OPENSHIFT).put({"metadata": {"name": "nfd-instance", "namespace": "openshift-nfd"}})
+    drain(ctx, [agent])
+    assert labels(ctx, "g")["feature.node.kubernetes.io/pci-10de.present"] == "true"
