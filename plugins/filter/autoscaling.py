@@ -18,7 +18,7 @@ def autoscaling_plan(machine_sets, existing_machine_sets=None, existing_machine_
                      existing_cluster_autoscaler=None, namespace='openshift-machine-api', gpu_limits=None,
                      resource_limits=None, scale_down=None, max_node_provision_time=None,
                      cluster_autoscaler_spec=None, manage_cluster_autoscaler=True, capacity_annotations=True,
-                     sharing_keys=None, mig_configs=None, tolerations=None):
+                     sharing_keys=None, mig_configs=None, tolerations=None, inputs_only=False):
     """Errors, warnings and the objects to write for the wanted GPU MachineSets."""
     return autoscaling.autoscaling_plan(
         machine_sets, existing_machine_sets=existing_machine_sets,
@@ -27,7 +27,7 @@ def autoscaling_plan(machine_sets, existing_machine_sets=None, existing_machine_
         resource_limits=resource_limits, scale_down=scale_down, max_node_provision_time=max_node_provision_time,
         cluster_autoscaler_spec=cluster_autoscaler_spec, manage_cluster_autoscaler=manage_cluster_autoscaler,
         capacity_annotations=capacity_annotations, sharing_keys=sharing_keys, mig_configs=mig_configs,
-        tolerations=tolerations)
+        tolerations=tolerations, inputs_only=inputs_only)
 
 
 class FilterModule(object):

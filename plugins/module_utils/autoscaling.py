@@ -532,8 +532,9 @@ def _desired_node_labels(entry, base_obj, provider_value):
 
 def _plan_machineset(entry, name, obj, source, namespace, capacity_annotations, context, errors, warnings):
     """(plan dict) for one chosen MachineSet; appends errors/warnings."""
-    path = 'autoscaling_machine_sets[%d]' % context['index'] + ('' if not entry.get('label_selector') else
-                                                                 ' (MachineSet %s)' % name)
+    path = 'autoscaling_machine_sets[%d]' % context['index']
+    if entry.get('label_selector'):
+        path += ' (MachineSet %s)' % name
     create = obj is None
     base = clone_machineset(source, name, entry.get('replicas') or 0) if create else obj
     provider_value = deep_merge(_provider_value(base), entry.get('provider_spec') or {})
@@ -713,8 +714,12 @@ def autoscaling_plan(machine_sets, existing_machine_sets=None, existing_machine_
                      existing_cluster_autoscaler=None, namespace='openshift-machine-api', gpu_limits=None,
                      resource_limits=None, scale_down=None, max_node_provision_time=None,
                      cluster_autoscaler_spec=None, manage_cluster_autoscaler=True,
-                     capacity_annotations=True, sharing_keys=None, mig_configs=None, tolerations=None):
-    """Validate and plan; see the module docstring. Returns a dict (never raises on bad input)."""
+                     capacity_annotations=True, sharing_keys=None, mig_configs=None, tolerations=None,
+                     inputs_only=False):
+    """Validate and plan; see the module docstring. Returns a dict (never raises on bad input).
+
+    ``inputs_only=True`` runs only the checks that need no cluster knowledge (before any read).
+    """
     errors, warnings = [], []
     if not isinstance(machine_sets, list):
         return _result(['autoscaling_machine_sets must be a list, got %s' % type_name(machine_sets)], warnings)
@@ -726,7 +731,7 @@ def autoscaling_plan(machine_sets, existing_machine_sets=None, existing_machine_
     errors.extend(_duration_errors(max_node_provision_time, 'autoscaling_max_node_provision_time'))
     if cluster_autoscaler_spec not in (None, {}) and not isinstance(cluster_autoscaler_spec, dict):
         errors.append('autoscaling_cluster_autoscaler_spec must be a mapping')
-    if errors:
+    if errors or inputs_only:
         return _result(errors, warnings)
 
     existing = dict((_name(ms), ms) for ms in existing_machine_sets or [] if _name(ms))

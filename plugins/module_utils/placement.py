@@ -210,8 +210,9 @@ def tolerates(toleration, taint):
 def daemonsets_not_ready_for(daemonsets, taints, owner_kind=None):
     """``namespace/name`` of the DaemonSets whose pods would not survive ``taints``: the pod
     template does not tolerate every taint, or the rollout of the template is not finished
-    (observedGeneration behind, or not every scheduled pod updated). ``owner_kind`` keeps only
-    DaemonSets owned by that kind (e.g. ClusterPolicy)."""
+    (observedGeneration behind, or not every scheduled pod updated — except for ``OnDelete``
+    DaemonSets such as the operator's driver, whose pods are replaced by its upgrade controller,
+    not by time). ``owner_kind`` keeps only DaemonSets owned by that kind (e.g. ClusterPolicy)."""
     waiting = []
     for ds in daemonsets or []:
         md = ds.get('metadata') or {}
@@ -220,8 +221,9 @@ def daemonsets_not_ready_for(daemonsets, taints, owner_kind=None):
         pod = (((ds.get('spec') or {}).get('template') or {}).get('spec') or {})
         status = ds.get('status') or {}
         tolerated = all(any(tolerates(t, taint) for t in pod.get('tolerations') or []) for taint in taints or [])
+        on_delete = (((ds.get('spec') or {}).get('updateStrategy') or {}).get('type')) == 'OnDelete'
         rolled = (status.get('observedGeneration') or 0) >= (md.get('generation') or 0) and \
-            (status.get('updatedNumberScheduled') or 0) >= (status.get('desiredNumberScheduled') or 0)
+            (on_delete or (status.get('updatedNumberScheduled') or 0) >= (status.get('desiredNumberScheduled') or 0))
         if not (tolerated and rolled):
             waiting.append('%s/%s' % (md.get('namespace'), md.get('name')))
     return waiting

@@ -86,6 +86,16 @@ def pick_unshared(kind, wanted):
     return candidates[0] if candidates else None
 
 
+def wait_for_strategy(rollout, kind, nodes, assignments, params):
+    """Right after the ClusterPolicy's mig.strategy changed, GFD still reports the old one for a few
+    seconds: re-read the nodes until the assigned ones caught up (or state_timeout)."""
+    deadline = time.monotonic() + params['state_timeout']
+    while any(n in nodes and kind.strategy_lags(nodes[n]) for n in assignments) and time.monotonic() < deadline:
+        time.sleep(params['poll_interval'])
+        nodes = dict((n['metadata']['name'], n) for n in rollout.list_nodes())
+    return nodes
+
+
 def run(conn, params, check_mode, log=None):
     """Validate everything, then roll out. Returns the result dict; raises InputError (nothing
     written) or RolloutFailed (with a partial result)."""
@@ -134,8 +144,16 @@ def run(conn, params, check_mode, log=None):
     kind.unshared_key = pick_unshared(kind, params.get('unshared_profile'))
     rollout.kind = kind
 
+    kind.strict_strategy = not check_mode
     nodes = dict((n['metadata']['name'], n) for n in rollout.list_nodes())
     assignments, errors = resolve(params['assignments'], nodes)
+    if not check_mode:
+        nodes = wait_for_strategy(rollout, kind, nodes, assignments, params)
+    for name in sorted(n for n, value in assignments.items() if value == DEFAULT and not kind.product(nodes[n])):
+        # not labelled by GFD yet (a new node): with no label it follows the default anyway
+        kind.warnings.append('node %s has no GPU feature discovery labels yet; it follows the default profile '
+                             'once its device plugin starts, and is verified on the next run' % name)
+        del assignments[name]
     if config_map and default_key and default_key not in configs:
         errors.append("the default profile '%s' is not a key of the device-plugin ConfigMap %s (profiles: %s): every "
                       "GPU node without a %s label would fail"

@@ -91,6 +91,7 @@ class SharingKind(object):
         self.restart_selector = restart_selector
         self.overrides = overrides
         self.warnings = []
+        self.strict_strategy = True  # False: a node still on another MIG strategy is a warning (plans)
         self._physical = {}
 
     # ------------------------------------------------------------------ profiles
@@ -156,6 +157,11 @@ class SharingKind(object):
             return '%d.%d' % (_int(major), _int(minor, 0))
         return None
 
+    def strategy_lags(self, node):
+        """GFD on the node still reports another MIG strategy than the ClusterPolicy's."""
+        reported = self.labels(node).get(gn.LABEL_MIG_STRATEGY)
+        return bool(reported) and reported != self.mig_strategy
+
     @staticmethod
     def mig_enabled(node):
         labels = SharingKind.labels(node)
@@ -204,10 +210,14 @@ class SharingKind(object):
         if labels.get(gn.LABEL_MIG_CONFIG) and state in MIG_BUSY_STATES:
             errors.append("node %s: MIG reconfiguration to '%s' is %s; finish it first (gpuops.gpu.mig_rollout)"
                           % (name, labels.get(gn.LABEL_MIG_CONFIG), state))
-        reported = labels.get(gn.LABEL_MIG_STRATEGY)
-        if reported and reported != self.mig_strategy:
-            errors.append('node %s still reports MIG strategy %s but the ClusterPolicy says %s; wait until the '
-                          'device plugin and GFD have restarted with it' % (name, reported, self.mig_strategy))
+        if self.strategy_lags(node):
+            message = ('node %s still reports MIG strategy %s but the ClusterPolicy says %s; wait until the '
+                       'device plugin and GFD have restarted with it'
+                       % (name, labels.get(gn.LABEL_MIG_STRATEGY), self.mig_strategy))
+            if self.strict_strategy:
+                errors.append(message)
+            else:
+                self.warnings.append(message + ' (the plan assumes %s)' % self.mig_strategy)
         if value not in RESERVED and not self.configured:
             return errors + ["node %s: profile '%s' needs the device-plugin ConfigMap, but the ClusterPolicy has no "
                              "devicePlugin.config.name (the gpuops.gpu.sharing role sets it)" % (name, value)]

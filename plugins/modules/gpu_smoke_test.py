@@ -342,10 +342,10 @@ def main():
         module.fail_json(msg='no GPU resource to test: the nodes advertise none (is the device plugin running?)',
                          **result)
     if p['fail_on_error'] and problems:
-        module.fail_json(msg='GPU smoke test: %d of %d cases did not pass: %s' % (
-            len(problems), len(cases), '; '.join('%s %s: %s %s' % (c['resource'], c.get('product') or '',
-                                                                       c['status'], c.get('detail') or '')
-                                                 for c in problems)), **result)
+        details = '; '.join('%s %s: %s %s' % (c['resource'], c.get('product') or '', c['status'], c.get('detail') or '')
+                            for c in problems)
+        module.fail_json(msg='GPU smoke test: %d of %d cases did not pass: %s' % (len(problems), len(cases), details),
+                         **result)
     if p['fail_on_no_capacity'] and no_capacity:
         module.fail_json(msg='GPU smoke test: no schedulable capacity for %s' % '; '.join(
             '%s %s (%s)' % (c['resource'], c.get('product') or '', c.get('reason')) for c in no_capacity), **result)

@@ -93,3 +93,18 @@ def wait_quiet(core, quiet=3.0, timeout=90):
             return
         time.sleep(0.5)
     raise AssertionError('nodes kept changing for %ss' % timeout)
+
+
+WRITABLE_LABELS = ('gpu', 'nvidia.com/mig.config', 'nvidia.com/device-plugin.config')
+
+
+def node_writes(core):
+    """Per node, what the gpuops.gpu roles may write on it: a few labels, the cordon, gpuops.gpu/*
+    annotations (compared instead of resourceVersions, which the simulated agents bump on their own)."""
+    result = {}
+    for node in core.list_node().items:
+        labels = node.metadata.labels or {}
+        result[node.metadata.name] = (
+            dict((k, labels.get(k)) for k in WRITABLE_LABELS if k in labels), bool(node.spec.unschedulable),
+            dict((k, v) for k, v in (node.metadata.annotations or {}).items() if k.startswith('gpuops.gpu/')))
+    return result

@@ -64,8 +64,8 @@ def test_mig_job_with_a_rollout_only_token(tmp_path, testbed, core_v1, custom_ob
         (core_v1.read_node(n).metadata.labels or {}).get('nvidia.com/gpu.product') for n in H100), 180)
     template = job_template('playbooks/mig.yml')
     survey = {'mig_operator_namespace': operator_ns, 'mig_strategy': 'mixed', 'mig_max_unavailable': 2}
-    launch = {'mig_custom_configs': {'h100-3g-2x': [{'devices': 'all', 'mig-enabled': True,
-                                                      'mig-devices': {'3g.40gb': 2}}]},
+    geometry = [{'devices': 'all', 'mig-enabled': True, 'mig-devices': {'3g.40gb': 2}}]
+    launch = {'mig_custom_configs': {'h100-3g-2x': geometry},
               'mig_assignments': [{'nodes': H100, 'config': 'h100-3g-2x'}],
               'mig_poll_interval': 0.5, 'mig_state_timeout': 240, 'mig_verify_timeout': 120}
     start = time.monotonic()

@@ -106,8 +106,8 @@ def cluster_policy(custom_objects, core_v1, operator_ns):
     else:
         from gpusim import bundles
         doc, _src = bundles.bundle_csv("gpu-operator")
-        example = next(e for e in json.loads(doc["metadata"]["annotations"]["alm-examples"])
-                       if e["kind"] == "ClusterPolicy")
+        example = [e for e in json.loads(doc["metadata"]["annotations"]["alm-examples"])
+                   if e["kind"] == "ClusterPolicy"][0]
         # the OLM example's name: the real operator honours only the first ClusterPolicy name it
         # sees (a singleton) until restarted, so a different name would break later tests
         name = "gpu-cluster-policy"
@@ -367,10 +367,34 @@ def restart_device_plugin(core_v1, nodes, name):
     nodes.annotate(name, {P + "device-plugin-restart": str(time.time())})
 
 
-def test_time_slicing_multiplies_capacity_after_restart(nodes, core_v1, operator_ns, cluster_policy):
+def settle_device_plugin(api_client, core_v1, operator_ns, node):
+    """When the real gpu-operator runs the device-plugin DaemonSet, wait until its rollout is done
+    and the plugin pod on `node` runs: a pod (re)start re-reads the config, which would race with
+    the 'content change is not picked up' check below."""
+    apps = kubernetes.client.AppsV1Api(api_client)
+
+    def settled():
+        try:
+            ds = apps.read_namespaced_daemon_set("nvidia-device-plugin-daemonset", operator_ns)
+        except kubernetes.client.ApiException as e:
+            return e.status == 404          # no operator-managed plugin: nothing to wait for
+        st = ds.status
+        if (st.observed_generation or 0) < (ds.metadata.generation or 0) or \
+                (st.updated_number_scheduled or 0) != (st.desired_number_scheduled or 0) or \
+                (st.number_available or 0) != (st.desired_number_scheduled or 0):
+            return False
+        pods = core_v1.list_namespaced_pod(operator_ns, field_selector=f"spec.nodeName={node}",
+                                           label_selector="app=nvidia-device-plugin-daemonset").items
+        return any(p.status.phase == "Running" and not p.metadata.deletion_timestamp for p in pods)
+    wait_until("device-plugin DaemonSet settled", settled, timeout=120, interval=0.5)
+    time.sleep(1)
+
+
+def test_time_slicing_multiplies_capacity_after_restart(nodes, api_client, core_v1, operator_ns, cluster_policy):
     name = nodes.make()
     nodes.set_labels(name, {DP_CONFIG: "ts4"})
     wait_until("time-sliced capacity", lambda: nodes.capacity(name).get(GPU) == "32", timeout=30, interval=0.2)
+    settle_device_plugin(api_client, core_v1, operator_ns, name)
     lab = nodes.labels(name)
     assert lab["nvidia.com/gpu.replicas"] == "4"
     assert lab["nvidia.com/gpu.sharing-strategy"] == "time-slicing"
@@ -545,8 +569,11 @@ def test_subscription_starting_csv_then_manual_upgrade(custom_objects, namespace
     stable = pkg["channels"]["stable"]
     assert len(stable) >= 2
     _subscribe(custom_objects, namespace, approval="Manual", channel="stable", starting_csv=stable[0])
-    ref = lambda: ((_olm(custom_objects, "subscriptions", namespace, "gpu-operator-certified").get("status") or {})  # noqa: E731
-                   .get("installPlanRef") or {}).get("name")
+
+    def ref():
+        st = _olm(custom_objects, "subscriptions", namespace, "gpu-operator-certified").get("status") or {}
+        return (st.get("installPlanRef") or {}).get("name")
+
     first = wait_until("first InstallPlan", ref, timeout=30)
     plan = _olm(custom_objects, "installplans", namespace, first)
     assert plan["spec"]["clusterServiceVersionNames"] == [stable[0]]
@@ -637,6 +664,7 @@ def test_machineset_scales_gpu_nodes(custom_objects, core_v1, sim):
             assert [(t.key, t.effect) for t in n.spec.taints or []
                     if not t.key.startswith("node.kubernetes.io/")] == [(GPU, "NoSchedule")]
             assert n.spec.provider_id == "kwok://" + n.metadata.name
+
         def machines():
             return custom_objects.list_namespaced_custom_object(
                 grp, ver, ns, "machines", label_selector=f"machine.openshift.io/cluster-api-machineset={name}")["items"]

@@ -23,7 +23,7 @@ import yaml
 from kubernetes import client, config as kconfig
 
 from ansible_run import run_play
-from policy_helpers import POLICY_NAME, REPO, ensure_cluster_policy, get_policy, wait_for
+from policy_helpers import POLICY_NAME, REPO, ensure_cluster_policy, get_policy, node_writes, wait_for
 
 HAMI_MODULE = 'github.com/Project-HAMi/HAMi'
 HAMI_MODULE_VERSION = 'v0.0.0-20260821062039-4707fb02c91c'  # tag v2.10.0 (chart 2.10.0)
@@ -179,11 +179,11 @@ def role(kubeconfig, variables, check=False):
 
 
 def snapshot(core, custom):
-    """resourceVersions of everything the role may write, and the release Secrets."""
-    nodes = dict((n.metadata.name, n.metadata.resource_version) for n in core.list_node().items)
+    """What the role may write: the ClusterPolicy spec, node labels and cordons, the release Secrets."""
+    nodes = node_writes(core)
     releases = sorted(s.metadata.name for s in core.list_secret_for_all_namespaces(
         label_selector='owner=helm').items)
-    return {'policy': get_policy(custom)['metadata']['resourceVersion'], 'nodes': nodes, 'releases': releases}
+    return {'policy': get_policy(custom)['spec'], 'nodes': nodes, 'releases': releases}
 
 
 def node_labels(core, name):
@@ -287,11 +287,11 @@ def test_install_then_idempotent(testbed, core, custom, apps, chart, helm):
 
 
 def test_a_value_change_upgrades_the_release(testbed, core, custom, chart, helm):
-    policy_version = get_policy(custom)['metadata']['resourceVersion']
+    policy_spec = get_policy(custom)['spec']
     rc, results, raw = role(testbed.kubeconfig, base_vars(chart, helm, hami_device_split_count=8))
     assert rc == 0, raw[-3000:]
     assert changed_tasks(results) == ['Install HAMi'], changed_tasks(results)
     device_config = yaml.safe_load(core.read_namespaced_config_map('hami-scheduler-device', NAMESPACE)
                                    .data['device-config.yaml'])['nvidia']
     assert device_config['deviceSplitCount'] == 8
-    assert get_policy(custom)['metadata']['resourceVersion'] == policy_version
+    assert get_policy(custom)['spec'] == policy_spec

@@ -86,10 +86,14 @@ def play(testbed, tasks, check=False, diff=False, vars=None):
     """run_play plus the play's stats (changed/failed counts over every task, role tasks included)."""
     rc, results, raw = run_play(testbed.kubeconfig, tasks, check=check, diff=diff, vars=vars)
     try:
-        stats = json.loads(raw[raw.index('{'):raw.rindex('}') + 1])['stats']['localhost']
+        out = json.loads(raw[raw.index('{'):raw.rindex('}') + 1])
+        stats = out['stats']['localhost']
+        failed = ['%s: %s' % (t['task']['name'], t['hosts']['localhost'].get('msg'))
+                  for p in out['plays'] for t in p['tasks'] if t['hosts'].get('localhost', {}).get('failed')]
     except (ValueError, KeyError):
-        stats = {}
-    return rc, results, stats, raw
+        stats, failed = {}, []
+    # failed tasks first: an assertion message shows why a run failed
+    return rc, results, stats, '\n'.join(failed) + '\n' + raw[-4000:]
 
 
 def items(custom, plural, namespace=None, version='v1alpha1', group='operators.coreos.com'):
@@ -129,7 +133,7 @@ def test_without_the_package_api_an_unknown_package_is_removed_again(testbed, cu
         'poll_interval': 0.5, 'wait_timeout': 60}, 'ignore_errors': True}
     rc, results, _stats, raw = play(testbed, [task])
     res = results['olm']
-    assert res.get('failed'), raw[-3000:]
+    assert res.get('failed'), raw
     assert 'constraints not satisfiable: no operators found in package gpu-operator-certifed' in res['msg']
     assert 'removed again what this run created' in res['msg']
     assert res['rolled_back'] == ['Subscription gpu-operator-certifed', 'OperatorGroup t-olm-typo', 'Namespace t-olm-typo']
@@ -217,7 +221,7 @@ def test_bad_inputs_fail_before_writing(testbed, package_api, custom, core):
     rc, results, _stats, raw = play(testbed, tasks, vars=VARS)
     failures = {f['case']: f for f in results['report']['failures']}
     for case, _role, _vars, needle in BAD_CASES:
-        assert case in failures, 'case %r did not fail: %s' % (case, raw[-4000:])
+        assert case in failures, 'case %r did not fail: %s' % (case, raw)
         assert needle in failures[case]['msg'], (case, failures[case])
     assert snapshot(custom, core) == before, 'a bad input wrote something'
     assert namespaces(core) == ns_before
@@ -228,7 +232,7 @@ def test_install_pins_the_csv_and_the_real_operator_reconciles_the_cluster_polic
     assert not [n for n in core.list_node().items if (n.metadata.labels or {}).get(PCI)], \
         'NFD labels before NFD is installed: the cluster is not in on-cr mode'
     rc, results, stats, raw = play(testbed, ROLES, vars=VARS)
-    assert rc == 0, raw[-5000:]
+    assert rc == 0, raw
 
     # NFD: operator installed, instance from the CSV example with the merged worker tolerations,
     # and the simulated nfd-worker labelled the GPU nodes (not the CPU node)
@@ -280,8 +284,8 @@ def test_install_pins_the_csv_and_the_real_operator_reconciles_the_cluster_polic
 def test_second_run_changes_nothing(testbed, package_api, custom, core):
     before = snapshot(custom, core)
     rc, _results, stats, raw = play(testbed, ROLES, vars=VARS)
-    assert rc == 0, raw[-5000:]
-    assert stats.get('changed') == 0, raw[-5000:]
+    assert rc == 0, raw
+    assert stats.get('changed') == 0, raw
     assert snapshot(custom, core) == before
 
 
@@ -292,8 +296,8 @@ def test_check_mode_writes_nothing(testbed, package_api, custom, core):
                                                                         'effect': 'NoSchedule'}],
                         nfd_worker_node_selector={'node-role.kubernetes.io/worker': ''})
     rc, results, stats, raw = play(testbed, ROLES, check=True, diff=True, vars=changed_vars)
-    assert rc == 0, raw[-5000:]
-    assert stats.get('changed', 0) >= 2, raw[-5000:]
+    assert rc == 0, raw
+    assert stats.get('changed', 0) >= 2, raw
     policy = next(r for name, r in results.items() if 'Create or patch the ClusterPolicy' in name)
     assert policy['changed'] and policy['patch']['mig'] == {'strategy': 'single'}
     assert policy['diff']['before']['spec']['mig'] == {'strategy': 'mixed'}
@@ -310,7 +314,7 @@ def test_existing_policy_is_patched_only_where_asked(testbed, package_api, custo
         'overrides': {'dcgmExporter': {'serviceMonitor': {'enabled': False}}}, 'poll_interval': 0.5,
         'wait_timeout': 120}}
     rc, results, _stats, raw = play(testbed, [task])
-    assert rc == 0, raw[-4000:]
+    assert rc == 0, raw
     assert results['policy']['patch'] == {'dcgmExporter': {'serviceMonitor': {'enabled': False}}}
     spec = custom.get_cluster_custom_object('nvidia.com', 'v1', 'clusterpolicies', 'gpu-cluster-policy')['spec']
     assert spec['devicePlugin']['config'] == {'name': 'sharing', 'default': 'none'}

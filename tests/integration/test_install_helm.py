@@ -68,10 +68,14 @@ ROLES = [{'name': 'nfd', 'ansible.builtin.include_role': {'name': 'gpuops.gpu.nf
 def play(testbed, check=False, vars=None):
     rc, results, raw = run_play(testbed.kubeconfig, ROLES, check=check, vars=vars)
     try:
-        stats = json.loads(raw[raw.index('{'):raw.rindex('}') + 1])['stats']['localhost']
+        out = json.loads(raw[raw.index('{'):raw.rindex('}') + 1])
+        stats = out['stats']['localhost']
+        failed = ['%s: %s' % (t['task']['name'], t['hosts']['localhost'].get('msg'))
+                  for p in out['plays'] for t in p['tasks'] if t['hosts'].get('localhost', {}).get('failed')]
     except (ValueError, KeyError):
-        stats = {}
-    return rc, results, stats, raw
+        stats, failed = {}, []
+    # failed tasks first: an assertion message shows why a run failed
+    return rc, results, stats, '\n'.join(failed) + '\n' + raw[-4000:]
 
 
 def releases(core):
@@ -88,7 +92,7 @@ def test_helm_install_then_no_change_and_check_mode(testbed, variables):
     core, apps, custom = client.CoreV1Api(api), client.AppsV1Api(api), client.CustomObjectsApi(api)
 
     rc, _results, _stats, raw = play(testbed, vars=variables)
-    assert rc == 0, raw[-5000:]
+    assert rc == 0, raw
     assert releases(core) == {'node-feature-discovery': 1, 'gpu-operator': 1}
     worker = apps.read_namespaced_daemon_set('node-feature-discovery-worker', 'node-feature-discovery')
     assert [t.to_dict() for t in worker.spec.template.spec.tolerations] == [
@@ -101,10 +105,10 @@ def test_helm_install_then_no_change_and_check_mode(testbed, variables):
     rv = policy['metadata']['resourceVersion']
 
     rc, _results, stats, raw = play(testbed, vars=variables)
-    assert rc == 0 and stats.get('changed') == 0, raw[-5000:]
+    assert rc == 0 and stats.get('changed') == 0, raw
 
     rc, _results, stats, raw = play(testbed, check=True, vars=dict(variables, gpu_operator_mig_strategy='single'))
-    assert rc == 0 and stats.get('changed', 0) >= 1, raw[-5000:]
+    assert rc == 0 and stats.get('changed', 0) >= 1, raw
     assert releases(core) == {'node-feature-discovery': 1, 'gpu-operator': 1}
     policy = custom.get_cluster_custom_object('nvidia.com', 'v1', 'clusterpolicies', 'cluster-policy')
     assert policy['metadata']['resourceVersion'] == rv and policy['spec']['mig'] == {'strategy': 'mixed'}

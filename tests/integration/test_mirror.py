@@ -84,9 +84,9 @@ def snapshot(core, custom):
             out[(key, obj['metadata']['name'])] = obj['metadata']['resourceVersion']
     for obj in cluster_list(custom, 'cs', 'openshift-marketplace'):
         out[('cs', obj['metadata']['name'])] = obj['metadata']['resourceVersion']
+    for cm in core.list_namespaced_config_map('openshift-config').items:
+        out[('cm', 'openshift-config', cm.metadata.name)] = cm.metadata.resource_version
     for ns in ('openshift-config', GPU_NS):
-        for cm in core.list_namespaced_config_map(ns).items:
-            out[('cm', ns, cm.metadata.name)] = cm.metadata.resource_version
         for secret in core.list_namespaced_secret(ns).items:
             out[('secret', ns, secret.metadata.name)] = secret.metadata.resource_version
     for obj in cluster_list(custom, 'cp'):

@@ -98,7 +98,7 @@ def test_bad_inputs_fail_before_writing(testbed, api):
                 'console-plugin-not-installed': 'the ConsolePlugin console-plugin-nvidia-gpu does not exist'}
     for name, text in expected.items():
         out = results[name + ' failed']['msg']
-        assert out['task'].endswith('Check the inputs before writing anything'), out
+        assert out['task'].rsplit(' : ', 1)[-1].startswith('Check the inputs before'), out
         assert text in str(out['msg']), out
     assert snapshot(api) == before
 

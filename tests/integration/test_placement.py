@@ -85,9 +85,12 @@ def layers(core, custom):
 
 
 def node_taints(core, name):
+    """The node's taints (without the node.kubernetes.io/* ones controllers add, e.g. the cordon of the
+    operator's driver upgrade controller) and our ownership annotation."""
     node = core.read_node(name)
     return [dict((k, v) for k, v in t.to_dict().items() if v is not None and k != 'time_added')
-            for t in node.spec.taints or []], (node.metadata.annotations or {}).get(OWNED)
+            for t in node.spec.taints or [] if not t.key.startswith('node.kubernetes.io/')], \
+        (node.metadata.annotations or {}).get(OWNED)
 
 
 def snapshot(core, custom):
@@ -161,7 +164,8 @@ def test_taints_and_tolerations_consistent_then_idempotent(testbed, core, custom
     nfd = namespaced(custom, 'nfd', NFD_NS, 'nfd-instance')['spec']['operand']['workerTolerations']
     sub = namespaced(custom, 'sub', GPU_NS, 'gpu-operator-certified')['spec']['config']['tolerations']
     cp = custom.get_cluster_custom_object(*G['cp'], 'gpu-cluster-policy')['spec']['daemonsets']['tolerations']
-    key = json.dumps
+    def key(toleration):
+        return json.dumps(toleration, sort_keys=True)
     assert sorted(map(key, nfd)) == sorted(map(key, sub)) == sorted(map(key, cp)) == sorted(map(key, wanted))
     # the real operator renders them into its operand DaemonSets
     apps = client.AppsV1Api(core.api_client)

@@ -9,7 +9,7 @@ import os
 
 import pytest
 import yaml
-from kubernetes import client, config as kconfig
+from kubernetes import client
 
 from ansible_run import run_play
 from conftest import wait_until
@@ -80,7 +80,7 @@ def test_role_applies_roles_account_and_token(testbed, api_client, applied, toke
     rbac = client.RbacAuthorizationV1Api(api_client)
     names = set(r.metadata.name for r in rbac.list_cluster_role(label_selector=MANAGED).items)
     assert names == {'gpuops-gpu-report', 'gpuops-gpu-rollout', 'gpuops-gpu-rollout-force', 'gpuops-gpu-install'}
-    bindings = [b for b in rbac.list_cluster_role_binding(label_selector=MANAGED).items]
+    bindings = rbac.list_cluster_role_binding(label_selector=MANAGED).items
     assert [(b.role_ref.name, b.subjects[0].namespace, b.subjects[0].name) for b in bindings] == \
         [('gpuops-gpu-rollout', SA_NS, SA)], 'bound only to gpuops-gpu-rollout (no force, no install)'
     operator_ns = role_vars(testbed)['rbac_operator_namespace']
@@ -164,11 +164,11 @@ def test_same_account_is_refused_outside_its_role(testbed, sa_client):
     rbac = client.RbacAuthorizationV1Api(sa_client)
     operator_ns = role_vars(testbed)['rbac_operator_namespace']
     # allowed: what a rollout needs
-    assert _status(lambda: core.list_node()) == 200
+    assert _status(core.list_node) == 200
     assert _status(lambda: core.list_namespaced_config_map(operator_ns)) == 200
     refused = {
         'create a Namespace': lambda: core.create_namespace(client.V1Namespace(metadata={'name': 'gpuops-nope'})),
-        'list Secrets cluster-wide': lambda: core.list_secret_for_all_namespaces(),
+        'list Secrets cluster-wide': core.list_secret_for_all_namespaces,
         'read Secrets in the operator namespace': lambda: core.list_namespaced_secret(operator_ns),
         'read its own token Secret': lambda: core.read_namespaced_secret(SA + '-token', SA_NS),
         'delete pods outside the operator namespace': lambda: core.delete_collection_namespaced_pod('default'),

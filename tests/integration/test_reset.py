@@ -8,7 +8,7 @@ import pytest
 from kubernetes import client, config as kconfig
 
 from ansible_run import run_play
-from policy_helpers import enable_time_slicing, ensure_cluster_policy, get_policy, wait_for, wait_quiet
+from policy_helpers import enable_time_slicing, ensure_cluster_policy, get_policy, node_writes, wait_for, wait_quiet
 
 MIG_NODES = ['a100-0', 'h100-0']
 SHARED_NODES = ['t4-0', 'l40s-0']
@@ -60,8 +60,7 @@ def changed_tasks(results):
 
 
 def snapshot(core, custom, operator_ns):
-    return {'policy': get_policy(custom)['metadata']['resourceVersion'],
-            'nodes': dict((n.metadata.name, n.metadata.resource_version) for n in core.list_node().items),
+    return {'policy': get_policy(custom)['spec'], 'nodes': node_writes(core),
             'config_maps': dict((c.metadata.name, c.metadata.resource_version)
                                 for c in core.list_namespaced_config_map(operator_ns).items),
             'quotas': sorted((q.metadata.namespace, q.metadata.name, q.metadata.resource_version)

@@ -57,10 +57,19 @@ def main(argv=None):
 
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
+    stats = {"client": None, "agents": []}
+
+    def on_usr1(_signum, _frame):
+        if stats["client"] is not None:
+            log.info("stats: %d API requests so far; queues %s", stats["client"].requests,
+                     {a.name: len(a.queue) for a in stats["agents"]})
+
+    signal.signal(signal.SIGUSR1, on_usr1)
 
     client = kube.Kube(args.kubeconfig, args.context)
     ctx = Context(client, cfg, Catalog(cfg.get("catalog_overrides")), stop)
     agents = [AGENTS[name](ctx) for name in cfg["agents"]]
+    stats.update(client=client, agents=agents)
     for a in agents:
         a.setup()
     for a in agents:

@@ -34,8 +34,9 @@ class Resource(object):
         return "%s/%s" % (self.group, self.version) if self.group else self.version
 
     def base(self):
-        return ("/api/%s" % self.version) if not self.group else ("/apis/%s/%s" % (self.group,
-                                                                                  self.version))
+        if not self.group:
+            return "/api/%s" % self.version
+        return "/apis/%s/%s" % (self.group, self.version)
 
     def path(self, namespace=None, name=None, subresource=None):
         p = self.base()

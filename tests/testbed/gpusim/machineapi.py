@@ -28,8 +28,8 @@ DEFAULT_GPU_PRODUCT = "NVIDIA-A100-SXM4-40GB"
 
 
 def machine_name(ms_name, rng=random):
-    return "%s-%s" % (ms_name, "".join(rng.choice(string.ascii_lowercase + string.digits)
-                                        for _ in range(5)))
+    suffix = "".join(rng.choice(string.ascii_lowercase + string.digits) for _i in range(5))
+    return "%s-%s" % (ms_name, suffix)
 
 
 def instance_type(spec):

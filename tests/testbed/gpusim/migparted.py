@@ -219,7 +219,7 @@ def apply_config(entries, product, current):
             return state, "GPU %d: error setting MIGConfig: %s" % (i, exc)
         if resolved == state[i]["devices"]:
             continue
-        placed, err = placement.create_instances(product, resolved)
+        _placed, err = placement.create_instances(product, resolved)
         if err is not None:
             state[i] = {"mig": True, "devices": {}}
             return state, "GPU %d: error setting MIGConfig: %s" % (i, err)

@@ -176,7 +176,7 @@ def create_instances(product, devices):
         return None, str(exc)
     if not flat:
         return [], None
-    placed, tried = _create_cached(_product_key(product), flat)
+    placed, _tried = _create_cached(_product_key(product), flat)
     if placed is None:
         return None, ("error attempting multiple config orderings: all orderings failed "
                       "(Insufficient Resources)")
@@ -184,5 +184,5 @@ def create_instances(product, devices):
 
 
 def fits(product, devices):
-    placed, err = create_instances(product, devices)
+    _placed, err = create_instances(product, devices)
     return err is None

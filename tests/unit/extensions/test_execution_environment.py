@@ -106,8 +106,8 @@ def test_ansible_builder_create_makes_the_build_context(built):
     base = EE['images']['base_image']['name']
     assert 'ARG EE_BASE_IMAGE="%s"' % base in containerfile
     assert 'FROM $EE_BASE_IMAGE AS base' in containerfile
-    assert 'ARG ANSIBLE_INSTALL_REFS="%s %s"' % (EE['dependencies']['ansible_core']['package_pip'],
-                                                  EE['dependencies']['ansible_runner']['package_pip']) in containerfile
+    refs = (EE['dependencies']['ansible_core']['package_pip'], EE['dependencies']['ansible_runner']['package_pip'])
+    assert 'ARG ANSIBLE_INSTALL_REFS="%s %s"' % refs in containerfile
     # the builder stage introspects the installed collections, the final stage proves they load
     assert 'introspect.py introspect --user-pip=requirements.txt --user-bindep=bindep.txt' in containerfile
     assert 'ansible-doc -t module gpuops.gpu.gpu_nodes_info' in containerfile

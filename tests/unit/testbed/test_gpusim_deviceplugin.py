@@ -13,7 +13,7 @@ def converge(n, prod=A100, cp=None, cm=None, uid="", config=None, rounds=4):
     """Reconcile until the plan is empty (like the watch loop does)."""
     config = config or cfg()
     plan = None
-    for _ in range(rounds):
+    for _round in range(rounds):
         plan = dp.reconcile(n, prod, cp, cm, uid, config)
         if plan.empty():
             return n, plan
@@ -26,7 +26,7 @@ def gpu(n, key="capacity", res="nvidia.com/gpu"):
 
 
 def test_always_mode_without_cluster_policy_advertises_gpus():
-    n, _ = converge(node())
+    n, _plan = converge(node())
     assert gpu(n) == "8" and gpu(n, "allocatable") == "8"
     labels = n["metadata"]["labels"]
     assert labels["nvidia.com/gpu.product"] == "NVIDIA-A100-SXM4-40GB"
@@ -36,42 +36,42 @@ def test_always_mode_without_cluster_policy_advertises_gpus():
 
 def test_operator_mode_waits_for_deploy_label():
     cp = cluster_policy()
-    n, _ = converge(node(), cp=cp)
+    n, _plan = converge(node(), cp=cp)
     assert gpu(n) is None
     assert "nvidia.com/gpu.product" not in n["metadata"]["labels"]
     n["metadata"]["labels"].update(OPERATOR_LABELS)
-    n, _ = converge(n, cp=cp)
+    n, _plan = converge(n, cp=cp)
     assert gpu(n) == "8"
 
 
 def test_paused_for_mig_change_zeroes_allocatable_keeps_capacity():
     cp = cluster_policy()
-    n, _ = converge(node(labels=OPERATOR_LABELS), cp=cp)
+    n, _plan = converge(node(labels=OPERATOR_LABELS), cp=cp)
     n["metadata"]["labels"][C.L_DEPLOY_DP] = C.PAUSED
-    n, _ = converge(n, cp=cp)
+    n, _plan = converge(n, cp=cp)
     assert gpu(n) == "8" and gpu(n, "allocatable") == "0"
     n["metadata"]["labels"][C.L_DEPLOY_DP] = "true"
-    n, _ = converge(n, cp=cp)
+    n, _plan = converge(n, cp=cp)
     assert gpu(n, "allocatable") == "8"
 
 
 def test_device_plugin_disabled_in_policy():
     cp = cluster_policy()
     cp["spec"]["devicePlugin"]["enabled"] = False
-    n, _ = converge(node(labels=OPERATOR_LABELS), cp=cp)
+    n, _plan = converge(node(labels=OPERATOR_LABELS), cp=cp)
     assert gpu(n) is None
 
 
 def test_config_content_change_needs_restart():
     cp = cluster_policy(dp_config="dp", dp_default="ts")
     cm = configmap("dp", {"ts": TS_CONFIG})
-    n, _ = converge(node(labels=OPERATOR_LABELS), cp=cp, cm=cm, uid="pod-1")
+    n, _plan = converge(node(labels=OPERATOR_LABELS), cp=cp, cm=cm, uid="pod-1")
     assert gpu(n) == "32"
     assert n["metadata"]["labels"]["nvidia.com/gpu.replicas"] == "4"
     cm2 = configmap("dp", {"ts": TS_CONFIG.replace("replicas: 4", "replicas: 10")})
-    n, _ = converge(n, cp=cp, cm=cm2, uid="pod-1")           # same pod: old snapshot
+    n, _plan = converge(n, cp=cp, cm=cm2, uid="pod-1")           # same pod: old snapshot
     assert gpu(n) == "32"
-    n, _ = converge(n, cp=cp, cm=cm2, uid="pod-2")           # pod restarted: new content
+    n, _plan = converge(n, cp=cp, cm=cm2, uid="pod-2")           # pod restarted: new content
     assert gpu(n) == "80"
     assert n["metadata"]["labels"]["nvidia.com/gpu.replicas"] == "10"
     assert n["metadata"]["labels"]["nvidia.com/gpu.product"] == "NVIDIA-A100-SXM4-40GB-SHARED"
@@ -79,22 +79,22 @@ def test_config_content_change_needs_restart():
 
 def test_restart_annotation_without_pods():
     cp = cluster_policy(dp_config="dp", dp_default="ts")
-    n, _ = converge(node(labels=OPERATOR_LABELS), cp=cp, cm=configmap("dp", {"ts": TS_CONFIG}))
+    n, _plan = converge(node(labels=OPERATOR_LABELS), cp=cp, cm=configmap("dp", {"ts": TS_CONFIG}))
     cm2 = configmap("dp", {"ts": TS_CONFIG.replace("replicas: 4", "replicas: 2")})
-    n, _ = converge(n, cp=cp, cm=cm2)
+    n, _plan = converge(n, cp=cp, cm=cm2)
     assert gpu(n) == "32"
     n["metadata"]["annotations"][C.ANN_DP_RESTART] = "1"
-    n, _ = converge(n, cp=cp, cm=cm2)
+    n, _plan = converge(n, cp=cp, cm=cm2)
     assert gpu(n) == "16"
 
 
 def test_node_label_selects_key_and_is_picked_up_live():
     cp = cluster_policy(dp_config="dp")
     cm = configmap("dp", {"ts": TS_CONFIG, "none": "version: v1\n"})
-    n, _ = converge(node(labels=OPERATOR_LABELS), cp=cp, cm=cm, uid="p")
+    n, _plan = converge(node(labels=OPERATOR_LABELS), cp=cp, cm=cm, uid="p")
     assert gpu(n) == "8"                                    # no label, no default: empty config
     n["metadata"]["labels"][C.L_DP_CONFIG] = "ts"
-    n, _ = converge(n, cp=cp, cm=cm, uid="p")
+    n, _plan = converge(n, cp=cp, cm=cm, uid="p")
     assert gpu(n) == "32"
     state = json.loads(n["metadata"]["annotations"][C.ANN_DP_STATE])
     assert state["key"] == "ts" and state["config"]["strategy"] == "time-slicing"
@@ -103,39 +103,39 @@ def test_node_label_selects_key_and_is_picked_up_live():
 def test_invalid_config_keeps_capacity_and_reports():
     cp = cluster_policy(dp_config="dp")
     cm = configmap("dp", {"ts": TS_CONFIG, "bad": TS_CONFIG.replace("replicas: 4", "replicas: 1")})
-    n, _ = converge(node(labels=dict(OPERATOR_LABELS, **{C.L_DP_CONFIG: "ts"})), cp=cp, cm=cm,
-                    uid="p")
+    n, _plan = converge(node(labels=dict(OPERATOR_LABELS, **{C.L_DP_CONFIG: "ts"})), cp=cp, cm=cm,
+                        uid="p")
     n["metadata"]["labels"][C.L_DP_CONFIG] = "bad"
     plan = dp.reconcile(n, A100, cp, cm, "p", cfg())
     assert ("Warning", "DevicePluginFailed") == plan.events[0][:2]
-    n, _ = converge(n, cp=cp, cm=cm, uid="p")
+    n, _plan = converge(n, cp=cp, cm=cm, uid="p")
     assert gpu(n) == "32" and gpu(n, "allocatable") == "0"
     assert "replicas must be >= 2" in n["metadata"]["annotations"][C.ANN_DP_ERROR]
     assert n["metadata"]["labels"]["nvidia.com/gpu.replicas"] == "4"   # labels unchanged
     # fixing the ConfigMap heals a crash-looping plugin without a manual restart
     cm_fixed = configmap("dp", {"ts": TS_CONFIG, "bad": TS_CONFIG.replace("replicas: 4", "replicas: 3")})
-    n, _ = converge(n, cp=cp, cm=cm_fixed, uid="p")
+    n, _plan = converge(n, cp=cp, cm=cm_fixed, uid="p")
     assert gpu(n) == "24" and gpu(n, "allocatable") == "24"
     assert C.ANN_DP_ERROR not in n["metadata"]["annotations"]
 
 
 def test_missing_key_and_missing_configmap():
     cp = cluster_policy(dp_config="dp", dp_default="nope")
-    n, _ = converge(node(labels=OPERATOR_LABELS), cp=cp, cm=configmap("dp", {"ts": TS_CONFIG}))
+    n, _plan = converge(node(labels=OPERATOR_LABELS), cp=cp, cm=configmap("dp", {"ts": TS_CONFIG}))
     assert "specified config nope does not exist" in n["metadata"]["annotations"][C.ANN_DP_ERROR]
-    n, _ = converge(node(labels=OPERATOR_LABELS), cp=cp, cm=None)
+    n, _plan = converge(node(labels=OPERATOR_LABELS), cp=cp, cm=None)
     assert "ConfigMap dp not found" in n["metadata"]["annotations"][C.ANN_DP_ERROR]
     assert gpu(n) is None
 
 
 def test_crash_injection():
-    n, _ = converge(node())
+    n, _plan = converge(node())
     n["metadata"]["annotations"][C.ANN_INJECT] = "device-plugin-crash"
-    n, _ = converge(n)
+    n, _plan = converge(n)
     assert gpu(n) == "8" and gpu(n, "allocatable") == "0"
     assert "injected crash" in n["metadata"]["annotations"][C.ANN_DP_ERROR]
     del n["metadata"]["annotations"][C.ANN_INJECT]
-    n, _ = converge(n)
+    n, _plan = converge(n)
     assert gpu(n, "allocatable") == "8" and C.ANN_DP_ERROR not in n["metadata"]["annotations"]
 
 
@@ -144,20 +144,20 @@ def mig_applied(devices, gpus=8):
 
 
 def test_mixed_strategy_replaces_resources_and_removes_stale_ones():
-    n, _ = converge(node())
+    n, _plan = converge(node())
     assert gpu(n) == "8"
     n["metadata"]["annotations"][C.ANN_MIG_APPLIED] = mig_applied(
         {"1g.5gb": 2, "2g.10gb": 1, "3g.20gb": 1})
     cp = cluster_policy(strategy="mixed")
     n["metadata"]["labels"].update(OPERATOR_LABELS)
-    n, _ = converge(n, cp=cp)
+    n, _plan = converge(n, cp=cp)
     assert gpu(n) is None                                      # nvidia.com/gpu removed
     assert gpu(n, res="nvidia.com/mig-1g.5gb") == "16"
     assert gpu(n, "allocatable", "nvidia.com/mig-3g.20gb") == "8"
     assert n["metadata"]["labels"]["nvidia.com/mig-2g.10gb.count"] == "8"
     # back to single 7x1g: mig-* resources and labels disappear
     n["metadata"]["annotations"][C.ANN_MIG_APPLIED] = mig_applied({"1g.5gb": 7})
-    n, _ = converge(n, cp=cluster_policy())
+    n, _plan = converge(n, cp=cluster_policy())
     assert gpu(n) == "56"
     assert not [k for k in n["status"]["capacity"] if k.startswith("nvidia.com/mig-")]
     assert not [k for k in n["metadata"]["labels"] if k.startswith("nvidia.com/mig-")]
@@ -166,10 +166,10 @@ def test_mixed_strategy_replaces_resources_and_removes_stale_ones():
 
 def test_single_strategy_with_mixed_geometry():
     cp = cluster_policy()
-    n, _ = converge(node(labels=OPERATOR_LABELS), cp=cp)
+    n, _plan = converge(node(labels=OPERATOR_LABELS), cp=cp)
     n["metadata"]["annotations"][C.ANN_MIG_APPLIED] = mig_applied(
         {"1g.5gb": 2, "2g.10gb": 1, "3g.20gb": 1})
-    n, _ = converge(n, cp=cp)
+    n, _plan = converge(n, cp=cp)
     labels = n["metadata"]["labels"]
     assert labels["nvidia.com/gpu.product"] == "NVIDIA-A100-SXM4-40GB-MIG-INVALID"
     assert labels["nvidia.com/gpu.count"] == "0"

@@ -8,7 +8,7 @@ DRIVER = {"version": "580.95.05", "cuda": "13.0"}
 
 
 def mig_all(devices, n=8):
-    return [{"mig": True, "devices": dict(devices)} for _ in range(n)]
+    return [{"mig": True, "devices": dict(devices)} for _i in range(n)]
 
 
 NO_MIG = migparted.initial_state(8)

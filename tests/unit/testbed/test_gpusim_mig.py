@@ -58,11 +58,11 @@ def test_pending_pauses_clients_then_success_restores():
 
 
 def test_already_applied_goes_straight_to_success():
-    n, states, _ = run(mig_node("all-1g.5gb"), "all-1g.5gb")
+    n, states, _step = run(mig_node("all-1g.5gb"), "all-1g.5gb")
     assert states == ["pending", "success"]
-    n, states, _ = run(n, "all-1g.5gb")
+    n, states, _step = run(n, "all-1g.5gb")
     assert states == ["success"]
-    n, states, _ = run(mig_node("all-disabled"), "all-disabled")     # factory state
+    n, states, _step = run(mig_node("all-disabled"), "all-disabled")     # factory state
     assert states == ["success"]
     assert applied(n)["gpus"] == migparted.initial_state(8)
 
@@ -107,7 +107,7 @@ def test_injected_failure():
 
 
 def test_success_clears_previous_error():
-    n, _s, _ = run(mig_node("nope"), "nope")
+    n, _s, _step = run(mig_node("nope"), "nope")
     assert C.ANN_MIG_ERROR in n["metadata"]["annotations"]
     n["metadata"]["labels"][C.L_MIG_CONFIG] = "all-balanced"
     n, states, step = run(n, "all-balanced")

@@ -90,7 +90,7 @@ def test_device_filter_other_product_leaves_gpus_alone():
 
 def test_failed_geometry_clears_the_failing_gpu_and_stops():
     spec = migparted.parse_spec(GOOD)
-    current = [{"mig": True, "devices": {"7g.40gb": 1}} for _ in range(8)]
+    current = [{"mig": True, "devices": {"7g.40gb": 1}} for _i in range(8)]
     state, err = migparted.apply_config(migparted.select(spec, "bad-geometry"), product(A100),
                                         current)
     assert "GPU 0" in err and "all orderings failed" in err

@@ -69,7 +69,7 @@ def test_csv_phase():
     assert olm.csv_phase(spec, [own], "ns")[:2] == ("Succeeded", "InstallSucceeded")
     assert olm.csv_phase(spec, [], "ns")[:2] == ("Failed", "NoOperatorGroup")
     assert olm.csv_phase(spec, [own, all_ns], "ns")[:2] == ("Failed", "TooManyOperatorGroups")
-    phase, reason, msg, _ = olm.csv_phase(spec, [all_ns], "ns")
+    phase, reason, msg, _og = olm.csv_phase(spec, [all_ns], "ns")
     assert (phase, reason) == ("Failed", "UnsupportedOperatorGroup")
     assert msg == "AllNamespaces InstallModeType not supported, cannot configure to watch all namespaces"
 

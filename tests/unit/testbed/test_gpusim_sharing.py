@@ -19,8 +19,8 @@ def test_short_names_get_prefix_and_rename_by_default():
 """)
     assert [r["name"] for r in c["resources"]] == ["nvidia.com/gpu", "nvidia.com/mig-1g.5gb"]
     # rename is ignored by the plugin; renameByDefault gives <name>.shared
-    assert [r["rename"] for r in c["resources"]] == ["nvidia.com/gpu.shared",
-                                                    "nvidia.com/mig-1g.5gb.shared"]
+    assert [r["rename"] for r in c["resources"]] == [
+        "nvidia.com/gpu.shared", "nvidia.com/mig-1g.5gb.shared"]
 
 
 def test_rename_without_rename_by_default_is_ignored():

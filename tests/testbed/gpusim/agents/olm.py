@@ -187,7 +187,7 @@ class OLMAgent(Agent):
         sub = self.subs.get(key)
         if sub is None:
             return
-        ns, name = key.split("/", 1)
+        ns = key.split("/", 1)[0]
         spec = sub.get("spec") or {}
         old = sub.get("status") or {}
         status = copy.deepcopy(old)
@@ -346,9 +346,8 @@ class OLMAgent(Agent):
                     "olm.operatorGroup": og["metadata"]["name"], "olm.operatorNamespace": ns,
                     "olm.targetNamespaces": ",".join(targets)}}}, ns)
             self._og_status(og)
-        new = self.kube.merge_patch(K.CSVS, target, {"status": olm.csv_status(phase, reason,
-                                                                                message, now)},
-                                    ns, subresource="status")
+        status = olm.csv_status(phase, reason, message, now)
+        new = self.kube.merge_patch(K.CSVS, target, {"status": status}, ns, subresource="status")
         self.csvs.update_local(new)
         self.log.info("%s: CSV %s %s (%s)", ns, target, phase, reason)
 

@@ -352,3 +352,11 @@ def test_mig_preset_allowed_is_checked_against_configs():
 
 def test_not_a_list():
     assert plan({'name': 'x'})['errors'] == ['autoscaling_machine_sets must be a list, got mapping']
+
+
+def test_inputs_only_checks_shapes_without_the_cluster():
+    entry = {'name': 'anything', 'accelerator': 'nvidia-a100', 'gpus': 8, 'max_replicas': 2}
+    assert A.autoscaling_plan([entry], inputs_only=True) == A.autoscaling_plan([], inputs_only=True)
+    errors = A.autoscaling_plan([dict(entry, accelerator='nvidia.com/gpu')], inputs_only=True)['errors']
+    assert len(errors) == 1 and 'not a GPU type' in errors[0]
+    assert A.autoscaling_plan([entry], gpu_limits=[{'type': 'x', 'min': 3, 'max': 1}], inputs_only=True)['errors']

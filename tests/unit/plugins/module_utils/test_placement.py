@@ -195,3 +195,6 @@ def test_daemonsets_not_ready_for():
     assert 'gpu-operator/foreign' in daemonsets_not_ready_for(daemonsets, [DEDICATED])
     assert daemonsets_not_ready_for([ready], [DEDICATED, GPU_TAINT]) == []
     assert daemonsets_not_ready_for(None, [DEDICATED]) == []
+    on_delete = _ds('driver', [GPU_TOL, DEDICATED_TOL], updated=0)
+    on_delete['spec']['updateStrategy'] = {'type': 'OnDelete'}
+    assert daemonsets_not_ready_for([on_delete], [DEDICATED]) == []

@@ -389,3 +389,17 @@ class TestRunValidation(object):
         nodes = dict(NODES, **{'l40s-0': node('l40s-0', 'NVIDIA-L40S', 4, label='removed-profile')})
         with pytest.raises(sharing_cluster.InputError, match='l40s-0 is labelled'):
             run_check([{'nodes': ['t4-0'], 'profile': 'ts-4'}], FakeConn(nodes, policy(), render_profiles(PROFILES)))
+
+
+def test_strategy_lag_is_only_a_warning_when_planning():
+    k = kind(strategy='mixed')
+    k.strict_strategy = False
+    assert k.validate(node(extra={'nvidia.com/mig.strategy': 'single'}), 'ts-4') == []
+    assert 'the plan assumes mixed' in k.warnings[0]
+
+
+def test_default_skips_nodes_gfd_has_not_labelled():
+    nodes = dict(NODES, **{'new-0': {'metadata': {'name': 'new-0', 'labels': {'nvidia.com/gpu.present': 'true'}}}})
+    res = run_check([{'label_selector': 'nvidia.com/gpu.present=true', 'profile': 'default'}],
+                    FakeConn(nodes, policy(default='ts-4'), render_profiles(PROFILES)))
+    assert 'new-0' not in res['assignments'] and any('new-0' in w for w in res['warnings'])

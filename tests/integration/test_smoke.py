@@ -1,0 +1,131 @@
+"""gpuops.gpu.smoke_test on the virtual GPU cluster: real Jobs scheduled by the real scheduler onto KWOK GPU nodes
+whose full, time-sliced and MIG (mixed strategy) resources come from the simulated device plugin / MIG manager
+driven by the real gpu-operator; KWOK's pod-complete stage finishes the pods of Jobs."""
+
+import pytest
+from kubernetes import client, config as kconfig
+
+from ansible_run import run_play
+from cluster_policy_example import clusterpolicy_example
+from conftest import wait_until
+
+OP_NS = 'gpu-operator'
+NS = 'gpuops-smoke-test'
+CP = ('nvidia.com', 'v1', 'clusterpolicies')
+SHARING = 'version: v1\nsharing:\n  timeSlicing:\n    resources:\n      - name: nvidia.com/gpu\n        replicas: 4\n'
+FAST = {'smoke_test_poll_interval': 0.5, 'smoke_test_timeout': 120, 'smoke_test_stuck_timeout': 30}
+RUN_TASK = 'Run a workload on every GPU resource'
+
+
+@pytest.fixture(scope='module')
+def api(testbed):
+    api_client = kconfig.new_client_from_config(config_file=testbed.kubeconfig)
+    return client.CoreV1Api(api_client), client.CustomObjectsApi(api_client), client.BatchV1Api(api_client)
+
+
+@pytest.fixture(scope='module', autouse=True)
+def gpu_fleet(api):
+    """Full GPUs (H100, A100), MIG mixed strategy on a100-0 (all-balanced), time-slicing x4 on t4-0, and the
+    L40S node cordoned (a resource without schedulable capacity)."""
+    core, custom, _batch = api
+    policy = clusterpolicy_example()
+    policy['spec']['mig'] = {'strategy': 'mixed'}
+    policy['spec']['devicePlugin']['config'] = {'name': 'smoke-sharing', 'default': ''}
+    core.create_namespaced_config_map(OP_NS, {'metadata': {'name': 'smoke-sharing'}, 'data': {'ts-4': SHARING}})
+    custom.create_cluster_custom_object(*CP, policy)
+    core.patch_node('t4-0', {'metadata': {'labels': {'nvidia.com/device-plugin.config': 'ts-4'}}})
+    core.patch_node('a100-0', {'metadata': {'labels': {'nvidia.com/mig.config': 'all-balanced'}}})
+    core.patch_node('l40s-0', {'spec': {'unschedulable': True}})
+
+    def ready():
+        nodes = {n.metadata.name: n for n in core.list_node().items}
+        return ('nvidia.com/mig-1g.5gb' in (nodes['a100-0'].status.allocatable or {})
+                and nodes['t4-0'].metadata.labels.get('nvidia.com/gpu.product') == 'Tesla-T4-SHARED'
+                and (nodes['t4-0'].status.allocatable or {}).get('nvidia.com/gpu') == '4'
+                and (nodes['h100-0'].status.allocatable or {}).get('nvidia.com/gpu') == '8')
+    wait_until('MIG devices on a100-0, time-slicing on t4-0, GPUs on h100-0', ready, 180, 1)
+
+
+def smoke_objects(api):
+    """The Jobs and pods of the smoke test anywhere in the cluster, and whether its namespace exists."""
+    core, _custom, batch = api
+    selector = 'app.kubernetes.io/name=gpuops-smoke-test'
+    jobs = [j.metadata.name for j in batch.list_job_for_all_namespaces(label_selector=selector).items]
+    pods = [p.metadata.name for p in core.list_pod_for_all_namespaces(label_selector=selector).items]
+    return jobs, pods, NS in [n.metadata.name for n in core.list_namespace().items]
+
+
+def role(kubeconfig, variables=None, check=False):
+    tasks = [{'name': 'smoke', 'ansible.builtin.include_role': {'name': 'gpuops.gpu.smoke_test'}}]
+    return run_play(kubeconfig, tasks, check=check, vars=dict(FAST, **(variables or {})))
+
+
+def test_bad_inputs_fail_before_writing(testbed, api):
+    cases = {
+        'empty-image': {'smoke_test_image': ''},
+        'not-a-gpu-resource': {'smoke_test_resources': ['amd.com/gpu']},
+        'bad-namespace': {'smoke_test_namespace': 'Smoke_Test'},
+        'bad-toleration': {'smoke_test_tolerations': [{'key': 'dedicated', 'operator': 'Maybe'}]},
+    }
+    tasks = [{'name': name, 'block': [{'name': name + ' role', 'ansible.builtin.include_role': {
+        'name': 'gpuops.gpu.smoke_test'}, 'vars': dict(FAST, **variables)}],
+        'rescue': [{'name': name + ' failed', 'ansible.builtin.debug': {
+            'msg': {'task': '{{ ansible_failed_task.name }}', 'msg': '{{ ansible_failed_result.msg }}'}}}]}
+        for name, variables in cases.items()]
+    rc, results, raw = run_play(testbed.kubeconfig, tasks)
+    assert rc == 0, raw[-3000:]
+    expected = {'empty-image': 'smoke_test_image must not be empty',
+                'not-a-gpu-resource': 'amd.com/gpu is not an NVIDIA GPU resource',
+                'bad-namespace': 'Smoke_Test is not a valid namespace name',
+                'bad-toleration': 'operator must be Exists or Equal'}
+    for name, text in expected.items():
+        out = results[name + ' failed']['msg']
+        assert out['task'].rsplit(' : ', 1)[-1] in ('Check the inputs before writing anything',
+                                                    'Validate the tolerations (nvidia.com/gpu is always kept)'), out
+        assert text in str(out['msg']), out
+    assert smoke_objects(api) == ([], [], False)
+
+
+def test_check_mode_plans_and_writes_nothing(testbed, api):
+    rc, results, raw = role(testbed.kubeconfig, check=True)
+    assert rc == 0, raw[-3000:]
+    statuses = {(c['resource'], c['product']): c['status'] for c in results[RUN_TASK]['cases']}
+    assert statuses[('nvidia.com/gpu', 'NVIDIA-H100-80GB-HBM3')] == 'planned'
+    assert statuses[('nvidia.com/gpu', 'NVIDIA-L40S')] == 'no-capacity'
+    assert smoke_objects(api) == ([], [], False)
+
+
+def test_every_gpu_resource_runs_then_idempotent(testbed, api):
+    core = api[0]
+    rc, results, raw = role(testbed.kubeconfig)
+    assert rc == 0, raw[-4000:]
+    assert results['Create the smoke test namespace']['changed'] is True
+    cases = {(c['resource'], c['product']): c for c in results[RUN_TASK]['cases']}
+    passed = {('nvidia.com/gpu', 'NVIDIA-A100-SXM4-40GB'): ['a100-1'],
+              ('nvidia.com/gpu', 'NVIDIA-H100-80GB-HBM3'): ['h100-0', 'h100-1'],
+              ('nvidia.com/gpu', 'Tesla-T4-SHARED'): ['t4-0'],
+              ('nvidia.com/mig-1g.5gb', 'NVIDIA-A100-SXM4-40GB'): ['a100-0'],
+              ('nvidia.com/mig-2g.10gb', 'NVIDIA-A100-SXM4-40GB'): ['a100-0'],
+              ('nvidia.com/mig-3g.20gb', 'NVIDIA-A100-SXM4-40GB'): ['a100-0']}
+    for key, nodes in passed.items():
+        assert cases[key]['status'] == 'passed', cases[key]
+        assert cases[key]['ran_on'] in nodes, cases[key]
+        assert 'log not available' in cases[key]['detail']  # KWOK nodes serve no logs
+    l40s = cases[('nvidia.com/gpu', 'NVIDIA-L40S')]
+    assert (l40s['status'], l40s['reason']) == ('no-capacity', 'cordoned: l40s-0')
+    table = '\n'.join(results['Show the GPU smoke test results']['msg'])
+    assert 'NO-CAPACITY' in table and 'cordoned: l40s-0' in table and '7 cases: no-capacity 1, passed 6' in table
+    # the Jobs really ran in the apiserver: their events (and the scheduler's) outlive them
+    events = core.list_namespaced_event(NS).items
+    created = {e.involved_object.name for e in events if e.involved_object.kind == 'Job' and e.reason == 'SuccessfulCreate'}
+    assert created == {c['job'] for c in cases.values() if c['status'] == 'passed'}
+    scheduled = {e.involved_object.name: e.message for e in events if e.reason == 'Scheduled'}
+    for case in cases.values():
+        if case['status'] == 'passed':
+            assert scheduled[case['pod']].endswith('to %s' % case['ran_on'])
+    assert smoke_objects(api)[:2] == ([], [])
+
+    rc, results, raw = role(testbed.kubeconfig)
+    assert rc == 0, raw[-4000:]
+    assert [name for name, res in results.items() if res.get('changed')] == []
+    assert smoke_objects(api) == ([], [], True)

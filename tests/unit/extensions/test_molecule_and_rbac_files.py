@@ -1,0 +1,89 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, gpuops.gpu contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Static checks of the molecule scenarios (extensions/molecule) and the RBAC manifests (roles/rbac/files);
+their behaviour is proven by `molecule test` and tests/integration/test_rbac.py on the virtual cluster."""
+
+from __future__ import (absolute_import, division, print_function)
+__metaclass__ = type
+
+import glob
+import os
+
+import pytest
+import yaml
+
+REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..', '..'))
+MOLECULE = os.path.join(REPO, 'extensions', 'molecule')
+SCENARIOS = sorted(os.path.basename(os.path.dirname(p)) for p in glob.glob(os.path.join(MOLECULE, '*', 'molecule.yml')))
+RBAC = os.path.join(REPO, 'roles', 'rbac', 'files')
+
+
+def _load(path):
+    with open(path) as handle:
+        return yaml.safe_load(handle)
+
+
+def test_expected_scenarios_exist():
+    assert {'default', 'mig'} <= set(SCENARIOS)
+
+
+@pytest.mark.parametrize('scenario', SCENARIOS)
+def test_scenario_runs_the_full_sequence_on_its_own_cluster(scenario):
+    config = _load(os.path.join(MOLECULE, scenario, 'molecule.yml'))
+    sequence = config['scenario']['test_sequence']
+    for step in ('create', 'prepare', 'converge', 'idempotence', 'verify'):
+        assert step in sequence, '%s: %s missing from test_sequence' % (scenario, step)
+    assert sequence[-1] == 'destroy' and sequence.index('converge') < sequence.index('idempotence') < sequence.index('verify')
+    playbooks = config['ansible']['playbooks']
+    assert playbooks['create'] == '../utils/create.yml' and playbooks['destroy'] == '../utils/destroy.yml'
+    for name in playbooks.values():
+        assert os.path.isfile(os.path.join(MOLECULE, scenario, name)), name
+    assert config['ansible']['env']['K8S_AUTH_KUBECONFIG'] == '${MOLECULE_EPHEMERAL_DIRECTORY}/kubeconfig'
+    converge = _load(os.path.join(MOLECULE, scenario, playbooks['converge']))
+    # converge runs a playbook of the collection, as users do
+    target = converge[0]['ansible.builtin.import_playbook']
+    assert os.path.isfile(os.path.normpath(os.path.join(MOLECULE, scenario, target))), target
+    verify = yaml.safe_dump(_load(os.path.join(MOLECULE, scenario, playbooks['verify'])))
+    assert 'kubernetes.core.k8s_info' in verify and 'ansible.builtin.assert' in verify
+
+
+def _rules(name):
+    return _load(os.path.join(RBAC, name))['rules']
+
+
+def test_rollout_role_is_least_privilege():
+    cluster = _rules('gpuops-gpu-rollout.yml')
+    granted = set((g, r, v) for rule in cluster for g in rule['apiGroups'] for r in rule['resources'] for v in rule['verbs'])
+    assert ('', 'pods/eviction', 'create') in granted
+    assert ('', 'nodes', 'patch') in granted and ('nvidia.com', 'clusterpolicies', 'patch') in granted
+    for group, resource, verb in granted:
+        assert '*' not in (group, resource, verb)
+        assert resource not in ('secrets', 'namespaces', 'clusterroles', 'clusterrolebindings')
+        if resource == 'pods':
+            assert verb in ('get', 'list', 'watch'), 'cluster-wide pods may only be read (evictions respect PDBs)'
+        if verb in ('create', 'delete', 'update', 'patch', 'deletecollection'):
+            assert (resource, verb) in (('pods/eviction', 'create'), ('events', 'create'), ('nodes', 'patch'),
+                                        ('clusterpolicies', 'patch')), (resource, verb)
+    namespaced = _rules('gpuops-gpu-rollout-namespace.yml')
+    assert set(r for rule in namespaced for r in rule['resources']) == {'configmaps', 'pods'}
+    assert _load(os.path.join(RBAC, 'gpuops-gpu-rollout-namespace.yml'))['kind'] == 'Role'
+
+
+def test_report_role_is_read_only():
+    for rule in _rules('gpuops-gpu-report.yml'):
+        assert set(rule['verbs']) <= {'get', 'list', 'watch'}
+
+
+def test_install_role_says_it_is_cluster_admin_like():
+    with open(os.path.join(RBAC, 'gpuops-gpu-install.yml')) as handle:
+        text = handle.read()
+    assert 'CLUSTER-ADMIN-LIKE' in text and 'escalate' in text
+
+
+def test_every_manifest_is_labelled_and_applied_by_the_role():
+    defaults = _load(os.path.join(REPO, 'roles', 'rbac', 'defaults', 'main.yml'))
+    for name in defaults['rbac_cluster_roles']:
+        manifest = _load(os.path.join(RBAC, 'gpuops-gpu-%s.yml' % name))
+        assert manifest['kind'] == 'ClusterRole' and manifest['metadata']['name'] == 'gpuops-gpu-' + name
+        assert manifest['metadata']['labels']['app.kubernetes.io/managed-by'] == 'gpuops.gpu'
