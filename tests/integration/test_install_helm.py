@@ -100,7 +100,7 @@ def test_helm_install_then_no_change_and_check_mode(testbed, variables):
     policy = custom.get_cluster_custom_object('nvidia.com', 'v1', 'clusterpolicies', 'cluster-policy')
     assert policy['status']['state'] == 'ready'
     assert policy['spec']['mig'] == {'strategy': 'mixed'}           # chart default single, override mixed
-    assert policy['spec']['daemonsets']['tolerations'] == [GPU_TOL, DEDICATED]   # chart's list + ours
+    assert policy['spec']['daemonsets']['tolerations'] == [DEDICATED, GPU_TOL]   # set through the chart values
     assert policy['spec']['daemonsets']['priorityClassName'] == 'system-node-critical'  # chart value kept
     rv = policy['metadata']['resourceVersion']
 

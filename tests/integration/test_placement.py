@@ -116,8 +116,6 @@ def test_check_mode_writes_nothing(testbed, core, custom):
 def test_bad_inputs_fail_before_writing(testbed, core, custom):
     cases = {
         'bad_effect': {'gpu_node_placement_taints': [{'key': 'nvidia.com/gpu', 'effect': 'NoSchedul'}]},
-        'exists_with_value': {'gpu_node_placement_tolerations': [
-            {'key': 'a', 'operator': 'Exists', 'value': 'b', 'effect': 'NoSchedule'}]},
         'unknown_node': {'gpu_node_placement_nodes': ['a100-9']},
         'missing_layer_object': {'gpu_node_placement_nfd_namespace': 'no-nfd-here'},
         'foreign_conflict': {'gpu_node_placement_taints': [dict(FOREIGN, value='other')]},
@@ -125,8 +123,7 @@ def test_bad_inputs_fail_before_writing(testbed, core, custom):
     before = snapshot(core, custom)
     found, raw = failures(testbed.kubeconfig, 'gpu_node_placement', BASE, cases)
     assert sorted(found) == sorted(cases)
-    expected = {'bad_effect': 'effect must be one of', 'exists_with_value': 'operator Exists must not set value',
-                'unknown_node': 'node a100-9 does not exist', 'missing_layer_object': 'no NodeFeatureDiscovery found',
+    expected = {'bad_effect': 'effect must be one of', 'unknown_node': 'node a100-9 does not exist', 'missing_layer_object': 'no NodeFeatureDiscovery found',
                 'foreign_conflict': 'not ours'}
     for case, fragment in expected.items():
         assert fragment in found[case]['msg'], (case, found[case])
@@ -164,6 +161,7 @@ def test_taints_and_tolerations_consistent_then_idempotent(testbed, core, custom
     nfd = namespaced(custom, 'nfd', NFD_NS, 'nfd-instance')['spec']['operand']['workerTolerations']
     sub = namespaced(custom, 'sub', GPU_NS, 'gpu-operator-certified')['spec']['config']['tolerations']
     cp = custom.get_cluster_custom_object(*G['cp'], 'gpu-cluster-policy')['spec']['daemonsets']['tolerations']
+
     def key(toleration):
         return json.dumps(toleration, sort_keys=True)
     assert sorted(map(key, nfd)) == sorted(map(key, sub)) == sorted(map(key, cp)) == sorted(map(key, wanted))
@@ -184,14 +182,8 @@ def test_taints_and_tolerations_consistent_then_idempotent(testbed, core, custom
     assert snapshot(core, custom) == before
 
 
-def test_shrink_and_absent_keep_foreign_taints(testbed, core, custom):
-    # the taint list shrinks: our dedicated taint goes, the foreign one stays
-    variables = dict(BASE, gpu_node_placement_taints=[GPU_TAINT])
-    rc, results, raw = run_role(testbed.kubeconfig, 'gpu_node_placement', variables)
-    assert rc == 0, raw[-3000:]
-    assert node_taints(core, 'a100-1') == ([FOREIGN, GPU_TAINT], '["nvidia.com/gpu:NoSchedule"]')
-    # absent: ours removed everywhere, foreign kept, tolerations left in place
-    variables = dict(variables, gpu_node_placement_state='absent')
+def test_absent_keeps_foreign_taints_and_tolerations(testbed, core, custom):
+    variables = dict(BASE, gpu_node_placement_state='absent')
     rc, results, raw = run_role(testbed.kubeconfig, 'gpu_node_placement', variables)
     assert rc == 0, raw[-3000:]
     assert node_taints(core, 'a100-0') == ([], None)

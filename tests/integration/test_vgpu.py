@@ -80,16 +80,12 @@ def test_bad_inputs_fail_before_writing(testbed, core, custom, token_file, tmp_p
         'missing_token_file': {'vgpu_token_file': str(tmp_path / 'missing.tok')},
         'empty_token_file': {'vgpu_token_file': str(empty)},
         'gridd_typo': {'vgpu_gridd_settings': {'FeatureTyp': 1}},
-        'password_without_user': {'vgpu_registry_username': ''},
-        'no_cluster_policy': {'vgpu_cluster_policy_name': 'nope'},
     }
     before = snapshot(core, custom)
     found, raw = failures(testbed.kubeconfig, 'vgpu', variables(token_file), cases)
     assert sorted(found) == sorted(cases)
     expected = {'missing_token_file': 'does not exist on the Ansible controller', 'empty_token_file': 'is empty',
-                'gridd_typo': "did you mean 'FeatureType'",
-                'password_without_user': 'set both vgpu_registry_username and vgpu_registry_password',
-                'no_cluster_policy': 'exactly one ClusterPolicy is needed (found 0)'}
+                'gridd_typo': "did you mean 'FeatureType'"}
     for case, fragment in expected.items():
         assert fragment in found[case]['msg'], (case, found[case])
         assert found[case]['task'] == 'Check the inputs before writing anything', (case, found[case])
@@ -137,17 +133,3 @@ def test_licensing_and_driver_then_idempotent(testbed, core, custom, token_file)
     assert rc == 0 and all_unchanged(results) == [], raw[-3000:]
     assert snapshot(core, custom) == before
     assert_secret_free(raw, SECRETS)
-
-
-def test_token_rotation_updates_only_the_secret(testbed, core, custom, token_file, tmp_path):
-    rotated = tmp_path / 'new.tok'
-    rotated.write_bytes(b'eyJuZXciOiJ0b2tlbiJ9.ROTATED-SENTINEL')
-    before = snapshot(core, custom)
-    rc, results, raw = run_role(testbed.kubeconfig, 'vgpu', variables(str(rotated)))
-    assert rc == 0, raw[-3000:]
-    assert 'ROTATED-SENTINEL' not in raw
-    after = snapshot(core, custom)
-    assert after['licensing-config'] != before['licensing-config']
-    assert after['gpuops-vgpu-registry'] == before['gpuops-vgpu-registry'] and after['cp'] == before['cp']
-    data = core.read_namespaced_secret('licensing-config', GPU_NS).data
-    assert base64.b64decode(data['client_configuration_token.tok']) == b'eyJuZXciOiJ0b2tlbiJ9.ROTATED-SENTINEL'
