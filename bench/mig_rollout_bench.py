@@ -26,6 +26,24 @@ TESTBED = os.path.join(REPO, 'tests', 'testbed', 'testbed')
 BIN = os.path.dirname(sys.executable)
 
 
+def collections_path():
+    """ANSIBLE_COLLECTIONS_PATH with this checkout as gpuops.gpu (a symlink in the cache) and
+    kubernetes.core from the virtualenv, unless the caller set one."""
+    if os.environ.get('ANSIBLE_COLLECTIONS_PATH'):
+        return os.environ['ANSIBLE_COLLECTIONS_PATH']
+    root = os.path.join(os.environ.get('GPUOPS_CACHE', os.path.expanduser('~/.cache/gpuops')), 'bench-collections')
+    links = {os.path.join(root, 'ansible_collections', 'gpuops', 'gpu'): REPO}
+    site = next(p for p in sys.path if p.endswith('site-packages'))
+    links[os.path.join(root, 'ansible_collections', 'kubernetes')] = os.path.join(site, 'ansible_collections',
+                                                                                 'kubernetes')
+    for link, target in links.items():
+        os.makedirs(os.path.dirname(link), exist_ok=True)
+        if os.path.islink(link):
+            os.remove(link)
+        os.symlink(target, link)
+    return root
+
+
 def sh(cmd, env=None, check=True):
     return subprocess.run(cmd, env=env, check=check, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
 
@@ -65,6 +83,7 @@ def playbook(kubeconfig, tasks, extra_vars=None):
     with open(path, 'w') as handle:
         yaml.safe_dump(play, handle)
     env = dict(os.environ, K8S_AUTH_KUBECONFIG=kubeconfig, ANSIBLE_STDOUT_CALLBACK='ansible.posix.json',
+               ANSIBLE_COLLECTIONS_PATH=collections_path(),
                ANSIBLE_PYTHON_INTERPRETER=sys.executable, ANSIBLE_LOCALHOST_WARNING='false')
     cmd = [os.path.join(BIN, 'ansible-playbook'), path]
     for key, value in (extra_vars or {}).items():

@@ -145,11 +145,12 @@ class OlmInstall(object):
         except ApiException as exc:
             if exc.status not in (403, 404):
                 raise
+            who = ' to this user' if exc.status == 403 else ''
+            channel = self.params.get('channel') or '(default)'
             self.warnings.append('the PackageManifest API (packages.operators.coreos.com) is not served%s, so '
                                  'package %s and channel %s are checked by OLM after the Subscription is '
                                  'created (and a Subscription this run created is removed again when OLM '
-                                 'cannot resolve it)' % (' to this user' if exc.status == 403 else '', package,
-                                                        self.params.get('channel') or '(default)'))
+                                 'cannot resolve it)' % (who, package, channel))
             return False, self.params.get('channel'), None
         manifest = next((m for m in manifests if m['metadata']['name'] == package), None)
         if manifest is None:
@@ -208,8 +209,8 @@ class OlmInstall(object):
             body['metadata']['labels'] = dict(MANAGED_BY)
             self.before['operator_group'] = None
             self.after['operator_group'] = {'name': self.og_name, 'spec': body['spec']}
-            self.actions.append('create OperatorGroup %s/%s (%s)' % (self.ns, self.og_name,
-                                                                    olm.install_mode(self.targets, self.ns)))
+            mode = olm.install_mode(self.targets, self.ns)
+            self.actions.append('create OperatorGroup %s/%s (%s)' % (self.ns, self.og_name, mode))
             if not self.check_mode:
                 self._create('v1', 'operatorgroups', body, self.ns)
                 self.created.append(('OperatorGroup', self.og_name))

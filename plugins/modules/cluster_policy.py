@@ -41,7 +41,7 @@ options:
   overrides:
     description:
       - ClusterPolicy C(spec) fields to set, deep-merged into the base (mappings merge, lists and values
-        replace, C(null) removes a field). For example C({mig: {strategy: mixed}}).
+        replace, C(null) removes a field); see the examples.
       - C(daemonsets.tolerations) given here are merged like O(tolerations).
     type: dict
     default: {}

@@ -103,7 +103,7 @@ def items(custom, plural, namespace=None, version='v1alpha1', group='operators.c
 
 
 def namespaces(core):
-    return {n.metadata.name for n in core.list_namespace().items}
+    return {n.metadata.name for n in core.list_namespace().items if n.status.phase == 'Active'}
 
 
 def snapshot(custom, core):

@@ -203,8 +203,8 @@ def test_input_errors_with_schema_checks_types_enums_and_unknown_fields():
 
 
 def test_schema_accepts_valid_values_and_open_objects():
-    good = {'mig': {'strategy': 'mixed'}, 'driver': {'upgradePolicy': {'maxUnavailable': 1},
-                                                      'manager': {'anything': {'goes': 1}}},
+    good = {'mig': {'strategy': 'mixed'},
+            'driver': {'upgradePolicy': {'maxUnavailable': 1}, 'manager': {'anything': {'goes': 1}}},
             'daemonsets': {'labels': {'team': 'ml'}, 'tolerations': [GPU]},
             'devicePlugin': {'env': [{'name': 'A', 'value': 'b'}]}}
     assert cp.schema_errors(good, SCHEMA) == []

@@ -115,8 +115,8 @@ def apply(custom, check_mode=False, **kw):
 
 
 def stored(name='gpu-cluster-policy', **spec):
-    return {'metadata': {'name': name}, 'spec': dict({'operator': {'defaultRuntime': 'crio'},
-                                                       'mig': {'strategy': 'mixed'}}, **spec)}
+    base = {'operator': {'defaultRuntime': 'crio'}, 'mig': {'strategy': 'mixed'}}
+    return {'metadata': {'name': name}, 'spec': dict(base, **spec)}
 
 
 def test_create_from_alm_examples_dry_runs_first_then_waits_to_settle():
