@@ -77,7 +77,7 @@ options:
     description:
       - The profiles (name to device-plugin config) to validate against instead of reading O(config_map), for example
         the ones a role is about to write, so check mode can plan before the ConfigMap exists. They are rendered
-        exactly as the M(gpuops.gpu.sharing) role writes them, so the content hashes match.
+        exactly as the P(gpuops.gpu.sharing#role) role writes them, so the content hashes match.
     type: dict
   default_profile:
     description:

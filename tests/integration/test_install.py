@@ -10,6 +10,7 @@ only once a NodeFeatureDiscovery instance exists, so the nfd role's wait is real
 import json
 import os
 import tempfile
+import time
 
 import pytest
 import yaml
@@ -181,6 +182,48 @@ def _served(custom):
         return False
 
 
+@pytest.fixture
+def broken_catalog(testbed, api, custom):
+    """A CatalogSource that stays TRANSIENT_FAILURE: gpusim's OLM marks every CatalogSource READY,
+    so a ValidatingAdmissionPolicy (a real apiserver feature) refuses that one update for it."""
+    adm = client.AdmissionregistrationV1Api(api)
+    name = 'broken-operators'
+    policy = {'apiVersion': 'admissionregistration.k8s.io/v1', 'kind': 'ValidatingAdmissionPolicy',
+              'metadata': {'name': 'gpuops-test-catalog-down'},
+              'spec': {'failurePolicy': 'Fail',
+                       'matchConstraints': {'resourceRules': [{
+                           'apiGroups': ['operators.coreos.com'], 'apiVersions': ['*'],
+                           'operations': ['CREATE', 'UPDATE'],
+                           'resources': ['catalogsources', 'catalogsources/status']}]},
+                       'validations': [{'expression': (
+                           "object.metadata.name != '%s' || !has(object.status) || "
+                           "!has(object.status.connectionState) || "
+                           "object.status.connectionState.lastObservedState != 'READY'" % name),
+                           'message': 'this test catalog stays down'}]}}
+    binding = {'apiVersion': 'admissionregistration.k8s.io/v1', 'kind': 'ValidatingAdmissionPolicyBinding',
+               'metadata': {'name': 'gpuops-test-catalog-down'},
+               'spec': {'policyName': 'gpuops-test-catalog-down', 'validationActions': ['Deny']}}
+    adm.create_validating_admission_policy(policy)
+    adm.create_validating_admission_policy_binding(binding)
+    custom.create_namespaced_custom_object(*OLM, 'openshift-marketplace', 'catalogsources', {
+        'apiVersion': 'operators.coreos.com/v1alpha1', 'kind': 'CatalogSource',
+        'metadata': {'name': name, 'namespace': 'openshift-marketplace'},
+        'spec': {'sourceType': 'grpc', 'image': 'catalog.invalid/broken:latest'}})
+
+    def down():
+        # (re)assert the failure until the policy is in force and the state sticks
+        custom.patch_namespaced_custom_object_status(*OLM, 'openshift-marketplace', 'catalogsources', name, {
+            'status': {'connectionState': {'address': 'broken', 'lastObservedState': 'TRANSIENT_FAILURE'}}})
+        time.sleep(1.0)
+        state = custom.get_namespaced_custom_object(*OLM, 'openshift-marketplace', 'catalogsources', name)
+        return state['status']['connectionState']['lastObservedState'] == 'TRANSIENT_FAILURE'
+    conftest.wait_until('the test CatalogSource to stay TRANSIENT_FAILURE', down, 30)
+    yield name
+    custom.delete_namespaced_custom_object(*OLM, 'openshift-marketplace', 'catalogsources', name)
+    adm.delete_validating_admission_policy_binding('gpuops-test-catalog-down')
+    adm.delete_validating_admission_policy('gpuops-test-catalog-down')
+
+
 BAD_CASES = [
     # (case, role, vars, what the message must say)
     ('unknown package', 'gpu_operator', {'gpu_operator_olm_package': 'gpu-operator-certifed'},
@@ -190,6 +233,10 @@ BAD_CASES = [
      'channel v26.7 of package gpu-operator-certified has no CSV gpu-operator-certified.v25.10.1'),
     ('missing CatalogSource', 'gpu_operator', {'gpu_operator_olm_source': 'mirror-certified-operators'},
      'CatalogSource mirror-certified-operators not found in namespace openshift-marketplace'),
+    ('CatalogSource not READY', 'gpu_operator', {'gpu_operator_olm_source': 'broken-operators',
+                                                 'gpu_operator_olm_catalog_timeout': 3},
+     'CatalogSource openshift-marketplace/broken-operators is not READY (connectionState.lastObservedState: '
+     'TRANSIENT_FAILURE) after 3s'),
     ('override of the wrong type', 'gpu_operator', {'gpu_operator_cluster_policy_overrides': {'mig': 'mixed'}},
      "gpu_operator_cluster_policy_overrides.mig must be a mapping (ClusterPolicy spec.mig is an object)"),
     ('override the CRD schema refuses', 'gpu_operator',
@@ -206,7 +253,7 @@ BAD_CASES = [
 ]
 
 
-def test_bad_inputs_fail_before_writing(testbed, package_api, custom, core):
+def test_bad_inputs_fail_before_writing(testbed, package_api, broken_catalog, custom, core):
     before = snapshot(custom, core)
     ns_before = namespaces(core)
     tasks = [{'name': 'collect', 'ansible.builtin.set_fact': {'failures': []}}]

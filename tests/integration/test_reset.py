@@ -104,10 +104,8 @@ def configured(testbed, core, custom, operator_ns):
 BAD = [
     ({'reset_nodes': ['a100-0', 'nope-7']}, 'node(s) not found: nope-7'),
     ({'reset_nodes': ['a100-0']}, 'GPU nodes outside the reset still use: h100-0 (nvidia.com/mig.config=all-1g.10gb)'),
-    ({'reset_node_selector': 'gpuops.dev/node-group=a100'}, 'outside the reset'),
     ({'reset_max_unavailable': '0%'}, 'max_unavailable'),
     ({'reset_operator_namespace': 'elsewhere'}, 'not found'),
-    ({'reset_mig': 'perhaps'}, 'Validating arguments'),
 ]
 
 

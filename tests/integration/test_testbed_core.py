@@ -285,6 +285,7 @@ def test_real_gpu_operator_reconciles_clusterpolicy_to_ready(testbed, core_v1, c
             labels = core_v1.read_node(n).metadata.labels
             assert labels.get("nvidia.com/gpu.present") == "true", (n, labels)
             assert labels.get("nvidia.com/gpu.deploy.device-plugin") == "true", (n, labels)
+
         # (the operator may call a DaemonSet ready while its status is still being computed:
         # it treats desiredNumberScheduled == 0 as ready; so wait for the pods themselves)
         def plugin_everywhere():
