@@ -20,7 +20,9 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CACHE = os.environ.get('GPUOPS_CACHE', os.path.expanduser('~/.cache/gpuops'))
 VENV_BIN = os.path.dirname(sys.executable)
 SITE = next(p for p in sys.path if p.endswith('site-packages'))
-BUILD = os.path.join(CACHE, 'build', hashlib.sha256(REPO.encode()).hexdigest()[:12])
+# one build folder per run (a second `make demo` while `make test` runs must not pull the copy
+# from under it); removed at the end of the run
+BUILD = os.path.join(CACHE, 'build', hashlib.sha256(REPO.encode()).hexdigest()[:12], 'run-%d' % os.getpid())
 COLL_ROOT = os.path.join(BUILD, 'collections')
 COLL = os.path.join(COLL_ROOT, 'ansible_collections', 'gpuops', 'gpu')
 ALL_STAGES = ['lint', 'sanity', 'unit', 'package', 'integration', 'molecule']
@@ -279,6 +281,13 @@ def main(argv):
         log('unknown stage(s): %s; choose from %s' % (', '.join(unknown), ', '.join(STAGES)))
         return 2
     os.makedirs(BUILD, exist_ok=True)
+    try:
+        return run_stages(wanted)
+    finally:
+        shutil.rmtree(BUILD, ignore_errors=True)
+
+
+def run_stages(wanted):
     lay_out(COLL_ROOT)
     results = []
     for name in wanted:
