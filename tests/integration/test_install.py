@@ -126,6 +126,13 @@ def snapshot(custom, core):
 
 # ---------------------------------------------------------------------------------------------
 
+@pytest.fixture(scope='module', autouse=True)
+def default_catalogs(testbed, custom):
+    """The simulated marketplace creates the default CatalogSources shortly after `up`."""
+    conftest.wait_until('the default CatalogSources', lambda: {'certified-operators', 'redhat-operators'} <= set(
+        c['metadata']['name'] for c in items(custom, 'catalogsources', 'openshift-marketplace')), 120)
+
+
 def test_without_the_package_api_an_unknown_package_is_removed_again(testbed, custom, core):
     """No PackageManifest API (plain OLM): OLM's ResolutionFailed is reported and what the run
     created (Namespace, OperatorGroup, Subscription) is deleted again."""

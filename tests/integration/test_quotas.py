@@ -55,7 +55,10 @@ def quotas(core):
 
 
 def versions(core):
-    return dict((k, q.metadata.resource_version) for k, q in quotas(core).items())
+    """What a write by the role would change (the quota controller keeps updating status, and with it
+    resourceVersion, on its own)."""
+    return dict((k, (q.spec.hard, q.spec.scopes, q.metadata.labels, q.metadata.annotations))
+                for k, q in quotas(core).items())
 
 
 def changed_tasks(results):
