@@ -73,3 +73,27 @@ def connect(module):
         return Connection(module)
     except Exception as exc:  # kubernetes.core raises several types for bad auth/config
         module.fail_json(msg="Could not connect to the Kubernetes API: %s" % exc)
+
+
+def run_module(module, run, input_errors=(), partial_errors=()):
+    """The shape every gpuops.gpu module ends with: connect, run(conn, params, check_mode), then
+    exit with the result (diff only under --diff, warnings as warnings). ``input_errors`` mean
+    nothing was written; ``partial_errors`` carry a partial ``result`` attribute."""
+    conn = connect(module)
+    try:
+        result = run(conn, module.params, module.check_mode)
+    except input_errors as exc:
+        module.fail_json(msg=str(exc), changed=False)
+    except partial_errors as exc:
+        failed = dict(getattr(exc, 'result', None) or {})
+        failed.pop('diff', None)
+        for warning in failed.pop('warnings', None) or []:
+            module.warn(warning)
+        failed.setdefault('changed', True)
+        module.fail_json(msg=str(exc), **failed)
+    diff = result.pop('diff', None)
+    if module._diff and diff is not None:
+        result['diff'] = diff
+    for warning in result.pop('warnings', None) or []:
+        module.warn(warning)
+    module.exit_json(**result)

@@ -602,3 +602,20 @@ def resolve_assignments(assignments, nodes_by_name, value_key):
                 errors.append("node %s is assigned both '%s' and '%s'" % (name, out[name], value))
             out[name] = value
     return out, errors
+
+
+def rollout_argument_spec():
+    """The engine's options, shared by every module that drives it (documented once in the
+    gpuops.gpu.rollout doc fragment, plus drain/verify/state_timeout in each module)."""
+    return dict(
+        max_unavailable=dict(type='raw', default=1),
+        drain=dict(type='bool', default=True),
+        pod_selector=dict(type='dict'),
+        force=dict(type='bool', default=False),
+        grace_period=dict(type='int'),
+        drain_timeout=dict(type='int', default=300),
+        verify=dict(type='bool', default=True),
+        verify_timeout=dict(type='int', default=180),
+        api_timeout=dict(type='int', default=300),
+        poll_interval=dict(type='float', default=1.0),
+    )

@@ -153,7 +153,7 @@ duration_s:
 '''
 
 from ansible_collections.gpuops.gpu.plugins.module_utils.cluster_policy_cluster import InputError, NotReady, run
-from ansible_collections.gpuops.gpu.plugins.module_utils.k8s_client import argument_spec, connect, gpu_module
+from ansible_collections.gpuops.gpu.plugins.module_utils.k8s_client import argument_spec, gpu_module, run_module
 
 
 def main():
@@ -169,23 +169,7 @@ def main():
         wait_timeout=dict(type='int', default=600),
         poll_interval=dict(type='float', default=2.0),
     ), mutually_exclusive=[('alm_examples', 'base')])
-    conn = connect(module)
-    try:
-        result = run(conn, module.params, module.check_mode)
-    except InputError as exc:
-        module.fail_json(msg=str(exc), changed=False)
-    except NotReady as exc:
-        failed = dict(exc.result)
-        failed.pop('diff', None)
-        for warning in failed.pop('warnings', []):
-            module.warn(warning)
-        module.fail_json(msg=str(exc), **failed)
-    diff = result.pop('diff')
-    if module._diff:
-        result['diff'] = diff
-    for warning in result.pop('warnings'):
-        module.warn(warning)
-    module.exit_json(**result)
+    run_module(module, run, InputError, NotReady)
 
 
 if __name__ == '__main__':

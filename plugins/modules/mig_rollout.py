@@ -49,12 +49,6 @@ options:
       selector:
         description: Labels the nodes must carry (equality), as a dict.
         type: dict
-  max_unavailable:
-    description:
-      - Nodes reconfigured at once, as a count or a percentage of the assigned nodes (rounded up, at least 1).
-        Nodes already cordoned count against it.
-    type: raw
-    default: 1
   operator_namespace:
     description: Namespace of the GPU operator (where the mig-parted ConfigMap lives).
     type: str
@@ -83,20 +77,6 @@ options:
     description: Evict pods using GPU resources before relabelling. Turning this off is only safe on idle nodes.
     type: bool
     default: true
-  pod_selector:
-    description: Labels of extra pods (not using GPUs) to evict as well.
-    type: dict
-  force:
-    description: Delete pods whose eviction a PodDisruptionBudget still blocks after O(drain_timeout).
-    type: bool
-    default: false
-  grace_period:
-    description: Termination grace period for evicted pods, seconds. Default is the pod's own.
-    type: int
-  drain_timeout:
-    description: Seconds to wait for GPU pods to leave a node (PDB blocks are retried until then).
-    type: int
-    default: 300
   state_timeout:
     description: Seconds to wait for C(nvidia.com/mig.config.state=success) before the node counts as stuck.
     type: int
@@ -109,27 +89,14 @@ options:
     description: Check that the node's allocatable GPU resources match the config after C(success).
     type: bool
     default: true
-  verify_timeout:
-    description: Seconds to wait for the device plugin to advertise the expected resources.
-    type: int
-    default: 180
   retry_stuck:
     description: When a node is stuck in C(pending), cycle the label once before failing (gpu-operator issue 2833).
     type: bool
     default: false
-  api_timeout:
-    description:
-      - Seconds the Kubernetes API may be unavailable (restart, overload) before the rollout stops. Progress is
-        kept on the nodes, so the next run resumes.
-    type: int
-    default: 300
-  poll_interval:
-    description: Seconds between checks.
-    type: float
-    default: 1.0
 extends_documentation_fragment:
   - kubernetes.core.k8s_auth_options
   - gpuops.gpu.auth
+  - gpuops.gpu.rollout
 attributes:
   check_mode:
     support: full
@@ -215,8 +182,9 @@ duration_s:
   type: float
 '''
 
-from ansible_collections.gpuops.gpu.plugins.module_utils.k8s_client import argument_spec, connect, gpu_module
+from ansible_collections.gpuops.gpu.plugins.module_utils.k8s_client import argument_spec, gpu_module, run_module
 from ansible_collections.gpuops.gpu.plugins.module_utils.mig_cluster import InputError, RolloutFailed, run
+from ansible_collections.gpuops.gpu.plugins.module_utils.node_rollout import rollout_argument_spec
 
 
 def main():
@@ -227,42 +195,18 @@ def main():
             label_selector=dict(type='str'),
             selector=dict(type='dict'),
         )),
-        max_unavailable=dict(type='raw', default=1),
         operator_namespace=dict(type='str', default='nvidia-gpu-operator'),
         cluster_policy=dict(type='str'),
         config_map=dict(type='str'),
         config_document=dict(type='dict'),
         mig_strategy=dict(type='str', choices=['none', 'single', 'mixed']),
         mig_catalog_overrides=dict(type='dict'),
-        drain=dict(type='bool', default=True),
-        pod_selector=dict(type='dict'),
-        force=dict(type='bool', default=False),
-        grace_period=dict(type='int'),
-        drain_timeout=dict(type='int', default=300),
         state_timeout=dict(type='int', default=600),
         reboot_timeout=dict(type='int', default=1800),
-        verify=dict(type='bool', default=True),
-        verify_timeout=dict(type='int', default=180),
         retry_stuck=dict(type='bool', default=False),
-        api_timeout=dict(type='int', default=300),
-        poll_interval=dict(type='float', default=1.0),
+        **rollout_argument_spec()
     ))
-    conn = connect(module)
-    try:
-        result = run(conn, module.params, module.check_mode)
-    except InputError as exc:
-        module.fail_json(msg=str(exc), changed=False)
-    except RolloutFailed as exc:
-        failed = dict(exc.result, changed=True)
-        failed.pop('diff', None)
-        module.fail_json(msg=str(exc), **failed)
-    diff = result.pop('diff')
-    if module._diff:
-        result['diff'] = diff
-    warnings = result.pop('warnings')
-    for warning in warnings:
-        module.warn(warning)
-    module.exit_json(**result)
+    run_module(module, run, InputError, RolloutFailed)
 
 
 if __name__ == '__main__':

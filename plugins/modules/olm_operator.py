@@ -234,7 +234,7 @@ duration_s:
   type: float
 '''
 
-from ansible_collections.gpuops.gpu.plugins.module_utils.k8s_client import argument_spec, connect, gpu_module
+from ansible_collections.gpuops.gpu.plugins.module_utils.k8s_client import argument_spec, gpu_module, run_module
 from ansible_collections.gpuops.gpu.plugins.module_utils.olm_cluster import InputError, InstallFailed, run
 
 
@@ -258,23 +258,7 @@ def main():
         catalog_timeout=dict(type='int', default=120),
         poll_interval=dict(type='float', default=2.0),
     ))
-    conn = connect(module)
-    try:
-        result = run(conn, module.params, module.check_mode)
-    except InputError as exc:
-        module.fail_json(msg=str(exc), changed=False)
-    except InstallFailed as exc:
-        failed = dict(exc.result)
-        failed.pop('diff', None)
-        for warning in failed.pop('warnings', []):
-            module.warn(warning)
-        module.fail_json(msg=str(exc), **failed)
-    diff = result.pop('diff')
-    if module._diff:
-        result['diff'] = diff
-    for warning in result.pop('warnings'):
-        module.warn(warning)
-    module.exit_json(**result)
+    run_module(module, run, InputError, InstallFailed)
 
 
 if __name__ == '__main__':

@@ -101,12 +101,6 @@ options:
       - Label selector of the pods, in O(operator_namespace) on the node, deleted when the profile content changed.
     type: str
     default: app in (nvidia-device-plugin-daemonset,gpu-feature-discovery,nvidia-device-plugin-mps-control-daemon)
-  max_unavailable:
-    description:
-      - Nodes changed at once, as a count or a percentage of the assigned nodes (rounded up, at least 1).
-        Nodes already cordoned count against it.
-    type: raw
-    default: 1
   drain:
     description:
       - Evict pods using GPU resources before changing the profile. On by default because a profile change
@@ -114,20 +108,6 @@ options:
         under running pods. Turn it off only where the workloads tolerate it.
     type: bool
     default: true
-  pod_selector:
-    description: Labels of extra pods (not using GPUs) to evict as well.
-    type: dict
-  force:
-    description: Delete pods whose eviction a PodDisruptionBudget still blocks after O(drain_timeout).
-    type: bool
-    default: false
-  grace_period:
-    description: Termination grace period for evicted pods, seconds. Default is the pod's own.
-    type: int
-  drain_timeout:
-    description: Seconds to wait for GPU pods to leave a node (PDB blocks are retried until then).
-    type: int
-    default: 300
   state_timeout:
     description: Seconds to wait for the restarted pods and the sharing labels before the node counts as stuck.
     type: int
@@ -136,23 +116,10 @@ options:
     description: Check that the node's allocatable GPU resources match the profile.
     type: bool
     default: true
-  verify_timeout:
-    description: Seconds to wait for the device plugin to advertise the expected resources.
-    type: int
-    default: 180
-  api_timeout:
-    description:
-      - Seconds the Kubernetes API may be unavailable (restart, overload) before the rollout stops. Progress is
-        kept on the nodes, so the next run resumes.
-    type: int
-    default: 300
-  poll_interval:
-    description: Seconds between checks.
-    type: float
-    default: 1.0
 extends_documentation_fragment:
   - kubernetes.core.k8s_auth_options
   - gpuops.gpu.auth
+  - gpuops.gpu.rollout
 attributes:
   check_mode:
     support: full
@@ -254,7 +221,8 @@ duration_s:
   type: float
 '''
 
-from ansible_collections.gpuops.gpu.plugins.module_utils.k8s_client import argument_spec, connect, gpu_module
+from ansible_collections.gpuops.gpu.plugins.module_utils.k8s_client import argument_spec, gpu_module, run_module
+from ansible_collections.gpuops.gpu.plugins.module_utils.node_rollout import rollout_argument_spec
 from ansible_collections.gpuops.gpu.plugins.module_utils.sharing_cluster import InputError, RolloutFailed, run
 from ansible_collections.gpuops.gpu.plugins.module_utils.sharing_target import RESTART_SELECTOR
 
@@ -276,34 +244,10 @@ def main():
         mig_strategy=dict(type='str', choices=['none', 'single', 'mixed']),
         mig_catalog_overrides=dict(type='dict'),
         restart_pod_selector=dict(type='str', default=RESTART_SELECTOR),
-        max_unavailable=dict(type='raw', default=1),
-        drain=dict(type='bool', default=True),
-        pod_selector=dict(type='dict'),
-        force=dict(type='bool', default=False),
-        grace_period=dict(type='int'),
-        drain_timeout=dict(type='int', default=300),
         state_timeout=dict(type='int', default=300),
-        verify=dict(type='bool', default=True),
-        verify_timeout=dict(type='int', default=180),
-        api_timeout=dict(type='int', default=300),
-        poll_interval=dict(type='float', default=1.0),
+        **rollout_argument_spec()
     ))
-    conn = connect(module)
-    try:
-        result = run(conn, module.params, module.check_mode)
-    except InputError as exc:
-        module.fail_json(msg=str(exc), changed=False)
-    except RolloutFailed as exc:
-        failed = dict(exc.result, changed=True)
-        failed.pop('diff', None)
-        module.fail_json(msg=str(exc), **failed)
-    diff = result.pop('diff')
-    if module._diff:
-        result['diff'] = diff
-    warnings = result.pop('warnings')
-    for warning in warnings:
-        module.warn(warning)
-    module.exit_json(**result)
+    run_module(module, run, InputError, RolloutFailed)
 
 
 if __name__ == '__main__':

@@ -3,35 +3,17 @@ its OLM bundle (read from the gpu-operator Go module at test time, never copied)
 reconciled to ready by the real gpu-operator of the virtual GPU cluster; a device-plugin sharing
 config (time-slicing) switched on the way a user of the operator would."""
 
-import copy
-import glob
-import json
 import os
-import subprocess
 import time
 
 import yaml
+
+from cluster_policy_example import clusterpolicy_example
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 CP = ('nvidia.com', 'v1', 'clusterpolicies')
 POLICY_NAME = 'gpu-cluster-policy'
 MANAGED = {'app.kubernetes.io/managed-by': 'gpuops.gpu'}
-
-
-def asset_module(key):
-    out = subprocess.run([os.path.join(REPO, 'tests', 'testbed', 'hack', 'asset-modules.sh')],
-                         capture_output=True, text=True, check=True).stdout
-    return dict(line.split(' ', 1) for line in out.strip().splitlines())[key]
-
-
-def clusterpolicy_from_csv(name=POLICY_NAME):
-    mod = asset_module('gpu-operator')
-    with open(glob.glob(os.path.join(mod, 'bundle', 'manifests', '*.clusterserviceversion.yaml'))[0]) as f:
-        csv = yaml.safe_load(f)
-    examples = json.loads(csv['metadata']['annotations']['alm-examples'])
-    policy = copy.deepcopy(next(e for e in examples if e['kind'] == 'ClusterPolicy'))
-    policy['metadata'] = {'name': name}
-    return policy
 
 
 def wait_for(predicate, timeout=120, interval=0.5, what='condition'):
@@ -52,7 +34,7 @@ def get_policy(custom, name=POLICY_NAME):
 def ensure_cluster_policy(custom, name=POLICY_NAME, timeout=240):
     """Create the CSV example ClusterPolicy (unless there is one) and wait for state ready."""
     if not custom.list_cluster_custom_object(*CP).get('items'):
-        custom.create_cluster_custom_object(*CP, clusterpolicy_from_csv(name))
+        custom.create_cluster_custom_object(*CP, clusterpolicy_example(name))
     return wait_for(lambda: (get_policy(custom, name).get('status') or {}).get('state') == 'ready',
                     timeout, 1, 'ClusterPolicy %s ready' % name)
 

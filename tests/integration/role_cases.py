@@ -81,19 +81,3 @@ def gpu_operator_csv_path():
 def gpu_operator_csv():
     with open(gpu_operator_csv_path()) as handle:
         return yaml.safe_load(handle)
-
-
-def cluster_policy_example(name='gpu-cluster-policy'):
-    """The ClusterPolicy NVIDIA ships as the CSV's alm-examples."""
-    examples = json.loads(gpu_operator_csv()['metadata']['annotations']['alm-examples'])
-    policy = next(e for e in examples if e['kind'] == 'ClusterPolicy')
-    policy['metadata'] = {'name': name}
-    return policy
-
-
-def ensure_cluster_policy(custom, name='gpu-cluster-policy', timeout=180):
-    group = ('nvidia.com', 'v1', 'clusterpolicies')
-    if not custom.list_cluster_custom_object(*group).get('items'):
-        custom.create_cluster_custom_object(*group, cluster_policy_example(name))
-    wait_for(lambda: (custom.get_cluster_custom_object(*group, name).get('status') or {}).get('state') == 'ready',
-             timeout, 1, 'ClusterPolicy %s ready' % name)

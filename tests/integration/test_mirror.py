@@ -13,8 +13,8 @@ from kubernetes import client, config as kconfig
 
 from ansible_collections.gpuops.gpu.plugins.module_utils.image_ref import public_registry_references
 from ansible_collections.gpuops.gpu.plugins.module_utils.mirror_plan import mirror_plan
-from role_cases import (all_unchanged, assert_secret_free, config_maps_text, ensure_cluster_policy, failures,
-                        gpu_operator_csv_path, run_role, wait_for)
+from policy_helpers import ensure_cluster_policy
+from role_cases import (all_unchanged, assert_secret_free, config_maps_text, failures, gpu_operator_csv_path, run_role, wait_for)
 
 MIRROR = 'mirror.example.com:8443'
 USER = 'svc-gpu-mirror'

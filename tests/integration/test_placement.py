@@ -8,7 +8,8 @@ import json
 import pytest
 from kubernetes import client, config as kconfig
 
-from role_cases import all_unchanged, ensure_cluster_policy, failures, run_role, wait_for
+from policy_helpers import ensure_cluster_policy
+from role_cases import (all_unchanged, failures, run_role, wait_for)
 
 GPU_NS = 'gpu-operator'
 NFD_NS = 'openshift-nfd'

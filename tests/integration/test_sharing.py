@@ -8,11 +8,8 @@ then per node group (time-slicing 10 on A100, unshared H100, MPS renamed on L40S
 check-mode run that change nothing, bad inputs that fail before any write, a profile content change that
 restarts the plugin, then MIG strategy mixed with time-sliced MIG devices."""
 
-import copy
-import glob
 import json
 import os
-import subprocess
 import time
 
 import pytest
@@ -20,6 +17,7 @@ import yaml
 from kubernetes import client, config as kconfig
 
 from ansible_run import run_play
+from cluster_policy_example import clusterpolicy_example
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 NS = 'gpu-operator'
@@ -49,19 +47,6 @@ PER_GROUP = dict(CLUSTER_WIDE, sharing_assignments=[
 
 # ------------------------------------------------------------------------------------------ helpers
 
-def clusterpolicy_from_csv():
-    """The ClusterPolicy NVIDIA ships as the OLM example (alm-examples of the CSV in the gpu-operator module)."""
-    out = subprocess.run([os.path.join(REPO, 'tests', 'testbed', 'hack', 'asset-modules.sh')],
-                         stdout=subprocess.PIPE, text=True, check=True).stdout
-    mod = dict(line.split(' ', 1) for line in out.strip().splitlines())['gpu-operator']
-    with open(glob.glob(os.path.join(mod, 'bundle', 'manifests', '*.clusterserviceversion.yaml'))[0]) as f:
-        csv = yaml.safe_load(f)
-    policy = copy.deepcopy(next(e for e in json.loads(csv['metadata']['annotations']['alm-examples'])
-                                if e['kind'] == 'ClusterPolicy'))
-    policy['metadata'] = {'name': CP}
-    return policy
-
-
 def wait_for(predicate, timeout=120, interval=0.5, what='condition'):
     end = time.monotonic() + timeout
     last = None
@@ -86,7 +71,7 @@ def custom(testbed):
 @pytest.fixture(scope='module', autouse=True)
 def operator_ready(testbed, core, custom):
     """The operator's ClusterPolicy, reconciled to ready, and GFD labels on every GPU node."""
-    custom.create_cluster_custom_object('nvidia.com', 'v1', 'clusterpolicies', clusterpolicy_from_csv())
+    custom.create_cluster_custom_object('nvidia.com', 'v1', 'clusterpolicies', clusterpolicy_example())
     wait_for(lambda: (custom.get_cluster_custom_object('nvidia.com', 'v1', 'clusterpolicies', CP).get('status')
                       or {}).get('state') == 'ready', 240, 1, 'ClusterPolicy ready')
     wait_for(lambda: all(labels(core, n).get('nvidia.com/gpu.replicas') for n in GPU_NODES), 120,

@@ -8,8 +8,8 @@ import json
 import pytest
 from kubernetes import client, config as kconfig
 
-from role_cases import (all_unchanged, assert_secret_free, config_maps_text, ensure_cluster_policy, failures,
-                        run_role, wait_for)
+from policy_helpers import ensure_cluster_policy
+from role_cases import (all_unchanged, assert_secret_free, config_maps_text, failures, run_role, wait_for)
 
 GPU_NS = 'gpu-operator'
 # A token-shaped sentinel with a trailing newline and no final-newline-stripping tolerance.

@@ -1,0 +1,50 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, gpuops.gpu contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import (absolute_import, division, print_function)
+__metaclass__ = type
+
+
+class ModuleDocFragment(object):
+    """Options of the node rollout engine (plugins/module_utils/node_rollout.py), shared by every
+    module that drives it (mig_rollout, sharing_rollout); the argument spec is
+    node_rollout.rollout_argument_spec()."""
+
+    DOCUMENTATION = r'''
+options:
+  max_unavailable:
+    description:
+      - Nodes changed at once, as a count or a percentage of the assigned nodes (rounded up, at least 1).
+        Nodes already cordoned count against it.
+    type: raw
+    default: 1
+  pod_selector:
+    description: Labels of extra pods (not using GPUs) to evict as well.
+    type: dict
+  force:
+    description: Delete pods whose eviction a PodDisruptionBudget still blocks after O(drain_timeout).
+    type: bool
+    default: false
+  grace_period:
+    description: Termination grace period for evicted pods, seconds. Default is the pod's own.
+    type: int
+  drain_timeout:
+    description: Seconds to wait for GPU pods to leave a node (PDB blocks are retried until then).
+    type: int
+    default: 300
+  verify_timeout:
+    description: Seconds to wait for the device plugin to advertise the expected resources.
+    type: int
+    default: 180
+  api_timeout:
+    description:
+      - Seconds the Kubernetes API may be unavailable (restart, overload) before the rollout stops. Progress is
+        kept on the nodes, so the next run resumes.
+    type: int
+    default: 300
+  poll_interval:
+    description: Seconds between checks.
+    type: float
+    default: 1.0
+'''
