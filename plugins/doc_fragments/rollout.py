@@ -44,7 +44,10 @@ options:
     type: int
     default: 300
   poll_interval:
-    description: Seconds between checks.
+    description:
+      - Seconds between reads of the nodes of a batch. A watch on the nodes wakes the rollout as soon as one of them
+        changes, so a state reached is acted on at once; the polling checks timeouts and drains, and carries on
+        alone when the watch is not available.
     type: float
     default: 1.0
 '''

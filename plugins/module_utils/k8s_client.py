@@ -27,10 +27,10 @@ except ImportError:  # pragma: no cover - reported by GpuModule
     HAS_KUBERNETES_CORE = False
 
 try:
-    from kubernetes.client import CoreV1Api, CustomObjectsApi, PolicyV1Api
+    from kubernetes.client import ApiClient, CoreV1Api, CustomObjectsApi, PolicyV1Api
     HAS_K8S_CLIENT = True
 except ImportError:  # pragma: no cover - AnsibleK8SModule reports missing kubernetes
-    CoreV1Api = CustomObjectsApi = PolicyV1Api = None
+    ApiClient = CoreV1Api = CustomObjectsApi = PolicyV1Api = None
     HAS_K8S_CLIENT = False
 
 
@@ -60,11 +60,28 @@ class Connection(object):
     def __init__(self, module):
         self.module = module
         self.client = get_api_client(module=module)
-        api_client = self.client.client.client
+        self._typed(self.client.client.client)
+        self.dynamic = self.client.client
+
+    def _typed(self, api_client):
         self.core = CoreV1Api(api_client)
         self.custom = CustomObjectsApi(api_client)
         self.policy = PolicyV1Api(api_client)
-        self.dynamic = self.client.client
+
+    def pooled(self, size):
+        """This connection, or a copy with room for ``size`` concurrent requests (same
+        configuration and headers, its own connection pool)."""
+        api_client = self.client.client.client
+        config = api_client.configuration
+        if (config.connection_pool_maxsize or 0) >= size:
+            return self
+        config = copy.copy(config)
+        config.connection_pool_maxsize = size
+        wide = ApiClient(config)
+        wide.default_headers.update(api_client.default_headers)
+        clone = copy.copy(self)
+        clone._typed(wide)
+        return clone
 
 
 def connect(module):

@@ -30,7 +30,9 @@ __metaclass__ = type
 
 import datetime
 import json
+import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 
 from ansible_collections.gpuops.gpu.plugins.module_utils import gpu_node as gn
 from ansible_collections.gpuops.gpu.plugins.module_utils.rollout_plan import plan_batches
@@ -49,6 +51,7 @@ ANN_UPDATED = ANN + 'rollout-updated'
 MARKERS = (ANN_TARGET, ANN_PHASE, ANN_REASON, ANN_CORDONED, ANN_UPDATED)
 EVENT_SOURCE = 'gpuops.gpu'
 CLEAR_PAUSE = 2.0  # seconds between removing a label and setting it again (a retry)
+MAX_WORKERS = 32  # concurrent node reads and writes in one tick
 
 
 try:
@@ -84,6 +87,84 @@ def _target_marker(kind, value):
     return '%s=%s' % (kind.label, value)
 
 
+def _lines(resp):
+    """The lines of a streamed watch response."""
+    buf = b''
+    for chunk in resp.stream(amt=None, decode_content=False):
+        buf += chunk if isinstance(chunk, bytes) else chunk.encode('utf-8')
+        while b'\n' in buf:
+            line, buf = buf.split(b'\n', 1)
+            if line.strip():
+                yield line
+
+
+class NodeWatch(object):
+    """Wakes the rollout loop as soon as a node it follows changes, so that a state reached is acted
+    on at once instead of at the next poll. A latency aid only: every decision still reads the node
+    with a GET, and if the watch ends or fails the loop keeps polling every poll_interval."""
+
+    def __init__(self, core, resource_version, count):
+        self.core = core
+        self.version = resource_version
+        self.count = count
+        self.names = frozenset()
+        self.changed = set()
+        self.woken = threading.Event()
+        self.lock = threading.Lock()
+        self.stopped = False
+        self.resp = None
+        self.thread = threading.Thread(target=self._run, name='gpuops-node-watch')
+        self.thread.daemon = True
+        self.thread.start()
+
+    def follow(self, names):
+        with self.lock:
+            self.names = frozenset(names)
+            self.changed = set()
+
+    def take(self):
+        """Names of followed nodes changed since the last call."""
+        with self.lock:
+            changed, self.changed = self.changed, set()
+            self.woken.clear()
+        return changed
+
+    def wait(self, timeout):
+        self.woken.wait(timeout)
+
+    def _run(self):
+        while not self.stopped:
+            try:
+                self.count()
+                self.resp = self.core.list_node(watch=True, resource_version=self.version, timeout_seconds=120,
+                                                allow_watch_bookmarks=True, _preload_content=False)
+                for line in _lines(self.resp):
+                    if self.stopped:
+                        return
+                    event = json.loads(line)
+                    obj = event.get('object') or {}
+                    if event.get('type') == 'ERROR':  # e.g. 410 Gone: polling goes on without the watch
+                        return
+                    meta = obj.get('metadata') or {}
+                    self.version = meta.get('resourceVersion') or self.version
+                    with self.lock:
+                        if meta.get('name') in self.names:
+                            self.changed.add(meta['name'])
+                            self.woken.set()
+            except Exception:  # API restarting, connection closed by stop(): polling goes on
+                return
+
+    def stop(self):
+        self.stopped = True
+        resp = self.resp
+        if resp is not None:
+            try:
+                getattr(resp, 'shutdown', resp.close)()
+                resp.release_conn()
+            except Exception:  # already closed
+                pass
+
+
 class NodeRollout(object):
     """Applies {node name: value} with ``kind`` through the API connection ``conn``.
 
@@ -98,17 +179,32 @@ class NodeRollout(object):
         self.log = log or (lambda msg: None)
         self.warnings = []
         self.requests = 0
+        self._lock = threading.Lock()  # nodes of a batch advance in worker threads
+        self.nodes_version = None  # resourceVersion of the last node list: where the node watch starts
+        self.watch = None
+        self._events = None  # executor posting Events while a rollout runs
+
+    def _count(self):
+        with self._lock:
+            self.requests += 1
+
+    def _warn(self, msg):
+        with self._lock:
+            if msg not in self.warnings:
+                self.warnings.append(msg)
 
     # ============================================================== API helpers (dicts, not models)
     def _call(self, fn, *args, **kwargs):
-        self.requests += 1
+        self._count()
         kwargs['_preload_content'] = False
         resp = fn(*args, **kwargs)
         data = resp.data if hasattr(resp, 'data') else resp.read()
         return json.loads(data) if data else {}
 
     def list_nodes(self):
-        return self._call(self.conn.core.list_node).get('items', [])
+        data = self._call(self.conn.core.list_node)
+        self.nodes_version = (data.get('metadata') or {}).get('resourceVersion')
+        return data.get('items', [])
 
     def get_node(self, name):
         return self._call(self.conn.core.read_node, name)
@@ -125,8 +221,7 @@ class NodeRollout(object):
         return self._call(self.conn.policy.list_pod_disruption_budget_for_all_namespaces).get('items', [])
 
     def patch_node(self, name, body):
-        self.requests += 1
-        self.conn.core.patch_node(name, body)
+        return self._call(self.conn.core.patch_node, name, body)
 
     def event(self, node, reason, message, warning=False):
         """A Kubernetes Event on the node: progress visible with `kubectl get events`."""
@@ -138,13 +233,17 @@ class NodeRollout(object):
             'source': {'component': EVENT_SOURCE}, 'reportingComponent': EVENT_SOURCE,
             'firstTimestamp': _now(), 'lastTimestamp': _now(), 'count': 1,
         }
+        if self._events is not None:  # off the rollout's critical path
+            self._events.submit(self._post_event, body)
+        else:
+            self._post_event(body)
+
+    def _post_event(self, body):
         try:
-            self.requests += 1
-            self.conn.core.create_namespaced_event('default', body)
-        except ApiException as exc:
-            msg = 'could not record event %s on node %s: %s' % (reason, meta.get('name'), exc.reason)
-            if msg not in self.warnings:
-                self.warnings.append(msg)
+            self._call(self.conn.core.create_namespaced_event, 'default', body)
+        except Exception as exc:  # best effort: an event never stops a rollout
+            self._warn('could not record event %s on node %s: %s' % (
+                body['reason'], body['involvedObject']['name'], getattr(exc, 'reason', None) or exc))
 
     # ============================================================== planning
     def selected_pods(self, pods):
@@ -227,7 +326,11 @@ class NodeRollout(object):
 
     # ============================================================== one batch
     def run_batch(self, batch, work, nodes_by_name):
-        """Drive every node of a batch to done or failed. Returns {node: result}."""
+        """Drive every node of a batch to done or failed. Returns {node: result}.
+
+        Each tick reads the unfinished nodes and advances them concurrently (one worker per node,
+        up to the connection pool's size), so a tick costs about one round trip, not one per node.
+        """
         opts = self.opts
         states = {}
         for name in batch:
@@ -235,39 +338,76 @@ class NodeRollout(object):
                             'evicted': [], 'cycled': False, 'changed': False, 'detail': ''}
         deadline_for = {}
         outage_since = None
-        while any(s['phase'] not in ('done', 'failed') for s in states.values()):
-            try:
-                for name, st in states.items():
-                    if st['phase'] in ('done', 'failed'):
-                        continue
-                    node = self.get_node(name)
-                    try:
-                        self.step(node, st, deadline_for)
-                    except ApiException as exc:
-                        if exc.status == 409 or _transient(exc):
-                            raise _Retry(exc)
-                        self.fail(node, st, 'API error %s %s: %s' % (exc.status, exc.reason, (exc.body or '')[:300]))
-                outage_since = None
-            except (_Retry, ApiException) + TRANSIENT_ERRORS as exc:
-                cause = exc.args[0] if isinstance(exc, _Retry) else exc
-                if isinstance(cause, ApiException) and not _transient(cause) and cause.status != 409:
-                    raise
-                # API server restarting or overloaded: keep the state in memory and on the nodes,
-                # retry until api_timeout, then stop (the next run resumes from the annotations)
-                outage_since = outage_since or time.monotonic()
-                if time.monotonic() - outage_since > opts.get('api_timeout', 300):
-                    raise RolloutFailed('the Kubernetes API did not answer for %ss (%s); nodes of this batch '
-                                        'keep their gpuops.gpu annotations and the next run resumes them'
-                                        % (opts.get('api_timeout', 300), cause), {'nodes': list(states.values())})
-                self.log('API unavailable (%s), retrying' % cause)
-            if any(s['phase'] not in ('done', 'failed') for s in states.values()):
-                time.sleep(opts['poll_interval'])
+        workers = max(1, min(len(batch), MAX_WORKERS))
+        if self.watch is not None:
+            self.watch.follow(batch)
+        next_poll = 0
+        with ThreadPoolExecutor(max_workers=workers) as pool:
+            while True:
+                active = [st for st in states.values() if st['phase'] not in ('done', 'failed')]
+                if not active:
+                    break
+                changed = self.watch.take() if self.watch is not None else set()
+                if time.monotonic() >= next_poll:
+                    next_poll = time.monotonic() + opts['poll_interval']
+                else:  # woken by the watch: read only the nodes that changed
+                    active = [st for st in active if st['node'] in changed]
+                errors = [exc for exc in pool.map(lambda st: self._tick(st, deadline_for), active) if exc]
+                try:
+                    if errors:
+                        raise errors[0]
+                    outage_since = None
+                except (_Retry, ApiException) + TRANSIENT_ERRORS as exc:
+                    cause = exc.args[0] if isinstance(exc, _Retry) else exc
+                    if isinstance(cause, ApiException) and not _transient(cause) and cause.status != 409:
+                        raise
+                    # API server restarting or overloaded: keep the state in memory and on the nodes,
+                    # retry until api_timeout, then stop (the next run resumes from the annotations)
+                    outage_since = outage_since or time.monotonic()
+                    if time.monotonic() - outage_since > opts.get('api_timeout', 300):
+                        raise RolloutFailed('the Kubernetes API did not answer for %ss (%s); nodes of this batch '
+                                            'keep their gpuops.gpu annotations and the next run resumes them'
+                                            % (opts.get('api_timeout', 300), cause), {'nodes': list(states.values())})
+                    self.log('API unavailable (%s), retrying' % cause)
+                    next_poll = time.monotonic() + opts['poll_interval']
+                if any(s['phase'] not in ('done', 'failed') for s in states.values()):
+                    wait = max(0.0, next_poll - time.monotonic())
+                    if self.watch is not None:
+                        self.watch.wait(wait)
+                    else:
+                        time.sleep(wait)
         for st in states.values():
-            st['duration_s'] = round(time.monotonic() - st.pop('started'), 2)
+            st['duration_s'] = round(st.pop('ended', time.monotonic()) - st.pop('started'), 2)
         return states
 
+    def _tick(self, st, deadlines):
+        """Read one node and advance it (in a worker thread); returns the exception to handle, if any."""
+        try:
+            node = self.get_node(st['node'])
+            try:
+                self.step(node, st, deadlines)
+            except ApiException as exc:
+                if exc.status == 409 or _transient(exc):
+                    raise _Retry(exc)
+                self.fail(node, st, 'API error %s %s: %s' % (exc.status, exc.reason, (exc.body or '')[:300]))
+        except Exception as exc:  # handed to the tick loop, which retries outages and raises the rest
+            return exc
+        return None
+
     def step(self, node, st, deadlines):
-        """Advance one node as far as it can go now (never blocks)."""
+        """Advance one node as far as it can go now without waiting: cordon, drain and label in one
+        go when nothing is left to evict; verify and uncordon as soon as the state is reached.
+        Stops after a write the next phase must see from the API (the label), and on a wait."""
+        while True:
+            phase = st['phase']
+            self._step_once(node, st, deadlines)
+            if st['phase'] in ('done', 'failed'):
+                st['ended'] = time.monotonic()
+            if st['phase'] in (phase, 'wait', 'done', 'failed'):
+                return
+
+    def _step_once(self, node, st, deadlines):
+        """Advance one node by at most one phase (never blocks)."""
         name, value, kind = st['node'], st['to'], self.kind
 
         def key(phase):
@@ -379,8 +519,7 @@ class NodeRollout(object):
             if meta.get('deletionTimestamp'):
                 continue
             try:
-                self.requests += 1
-                self.conn.core.create_namespaced_pod_eviction(meta['name'], meta['namespace'], {
+                self._call(self.conn.core.create_namespaced_pod_eviction, meta['name'], meta['namespace'], {
                     'apiVersion': 'policy/v1', 'kind': 'Eviction',
                     'metadata': {'name': meta['name'], 'namespace': meta['namespace']},
                     'deleteOptions': {'gracePeriodSeconds': self.opts.get('grace_period')}
@@ -399,13 +538,13 @@ class NodeRollout(object):
             if self.opts.get('force'):
                 for ref in blocked:
                     ns, pod_name = ref.split('/', 1)
-                    self.requests += 1
                     try:
-                        self.conn.core.delete_namespaced_pod(pod_name, ns, grace_period_seconds=self.opts.get('grace_period'))
+                        self._call(self.conn.core.delete_namespaced_pod, pod_name, ns,
+                                   grace_period_seconds=self.opts.get('grace_period'))
                     except ApiException as exc:
                         if exc.status != 404:
                             raise
-                    self.warnings.append('force: deleted %s on %s past its PodDisruptionBudget' % (ref, name))
+                    self._warn('force: deleted %s on %s past its PodDisruptionBudget' % (ref, name))
             else:
                 self.fail(node, st, 'eviction of %s blocked by a PodDisruptionBudget for %ss (drain_timeout); '
                                     'scale the workload, relax the PDB or use force'
@@ -430,8 +569,7 @@ class NodeRollout(object):
         for pod in pods:
             meta = pod['metadata']
             try:
-                self.requests += 1
-                self.conn.core.delete_namespaced_pod(meta['name'], meta['namespace'])
+                self._call(self.conn.core.delete_namespaced_pod, meta['name'], meta['namespace'])
                 st['restarted'].append('%s/%s' % (meta['namespace'], meta['name']))
             except ApiException as exc:
                 if exc.status != 404:
@@ -492,6 +630,23 @@ class NodeRollout(object):
         if self.opts.get('check_mode'):
             result['plan'] = self.describe_plan(work, batches, nodes_by_name)
             return result
+        if batches and hasattr(self.conn, 'pooled'):  # workers + the watch + the event posters
+            self.conn = self.conn.pooled(min(max(len(b) for b in batches), MAX_WORKERS) + 3)
+        if batches and self.nodes_version:
+            self.watch = NodeWatch(self.conn.core, self.nodes_version, self._count)
+        self._events = ThreadPoolExecutor(max_workers=2)
+        try:
+            self._run_batches(batches, work, nodes_by_name, result)
+        finally:
+            if self.watch is not None:
+                self.watch.stop()
+                self.watch = None
+            self._events.shutdown(wait=True)
+            self._events = None
+        result['changed'] = any(s['changed'] for s in result['nodes'])
+        return result
+
+    def _run_batches(self, batches, work, nodes_by_name, result):
         for index, batch in enumerate(batches):
             self.log('batch %d/%d: %s' % (index + 1, len(batches), ', '.join(batch)))
             states = self.run_batch(batch, work, nodes_by_name)
@@ -504,8 +659,6 @@ class NodeRollout(object):
                 raise RolloutFailed('rollout stopped in batch %d/%d: %s. Failed nodes stay cordoned and annotated '
                                     '(%s); %d node(s) not started were left untouched. Fix the cause and run again '
                                     'to resume.' % (index + 1, len(batches), msg, ANN_REASON, len(untouched)), result)
-        result['changed'] = any(s['changed'] for s in result['nodes'])
-        return result
 
 
 def _nonzero(resources):
