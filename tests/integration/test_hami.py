@@ -292,3 +292,95 @@ def test_a_value_change_upgrades_the_release(testbed, core, custom, chart, helm)
                                    .data['device-config.yaml'])['nvidia']
     assert device_config['deviceSplitCount'] == 8
     assert get_policy(custom)['spec'] == policy_spec
+
+
+# ---------------------------------------------------------------------------------------- removal
+
+def hami_pod(core, name, node, resources):
+    """A pod bound to ``node`` (no scheduler: HAMi's scheduler extender is not running here) that KWOK runs."""
+    core.create_namespaced_pod('default', {
+        'apiVersion': 'v1', 'kind': 'Pod', 'metadata': {'name': name},
+        'spec': {'nodeName': node, 'tolerations': [{'operator': 'Exists'}],
+                 'containers': [{'name': 'cuda', 'image': 'nvcr.io/nvidia/cuda:12.4.1-base-ubuntu22.04',
+                                 'resources': {'limits': resources}}]}})
+    wait_for(lambda: core.read_namespaced_pod(name, 'default').status.phase == 'Running', 60, what='pod %s' % name)
+
+
+def delete_pod(core, name):
+    core.delete_namespaced_pod(name, 'default', grace_period_seconds=0)
+    wait_for(lambda: name not in [p.metadata.name for p in core.list_namespaced_pod('default').items], 60,
+             what='pod %s gone' % name)
+
+
+def releases(core):
+    return sorted(s.metadata.name for s in core.list_namespaced_secret(NAMESPACE, label_selector='owner=helm').items)
+
+
+def test_removal_refused_while_pods_use_hami(testbed, core, custom, chart, helm):
+    hami_pod(core, 'vgpu-task', 'a100-1', {'nvidia.com/gpu': '1', 'nvidia.com/gpumem': '3000'})
+    try:
+        before = snapshot(core, custom)
+        rc, results, raw = role(testbed.kubeconfig, base_vars(chart, helm, hami_state='absent'))
+        assert rc != 0
+        assert 'pods still use HAMi (default/vgpu-task on a100-1)' in raw, raw[-3000:]
+        assert 'hami_remove_with_pods: true' in raw
+        assert snapshot(core, custom) == before
+    finally:
+        delete_pod(core, 'vgpu-task')
+
+
+def test_removal_check_mode_writes_nothing(testbed, core, custom, chart, helm):
+    before = snapshot(core, custom)
+    rc, results, raw = role(testbed.kubeconfig, base_vars(chart, helm, hami_state='absent'), check=True)
+    assert rc == 0, raw[-3000:]
+    assert changed_tasks(results) == ["Switch the GPU operator's device plugin back on",
+                                      'Take the HAMi labels off the nodes', 'Uninstall HAMi'], changed_tasks(results)
+    assert snapshot(core, custom) == before
+
+
+def test_remove_then_idempotent(testbed, core, custom, apps, chart, helm):
+    # a label somebody else set on a node the role did not label stays
+    core.patch_node('t4-0', {'metadata': {'labels': {'gpu': 'on'}}})
+    try:
+        rc, results, raw = role(testbed.kubeconfig, base_vars(chart, helm, hami_state='absent'))
+        assert rc == 0, raw[-4000:]
+        assert releases(core) == []
+        assert apps.list_namespaced_daemon_set(NAMESPACE).items == []
+        for name in HAMI_NODES:
+            assert 'gpu' not in node_labels(core, name), name
+            annotations = core.read_node(name).metadata.annotations or {}
+            assert not [k for k in annotations if k.startswith('gpuops.gpu/hami')], annotations
+        assert node_labels(core, 't4-0').get('gpu') == 'on'
+        # the operator's device plugin is back: the real gpu-operator recreates its DaemonSet, KWOK runs the pods
+        assert get_policy(custom)['spec']['devicePlugin']['enabled'] is True
+        ns = testbed.config['cluster']['operator_namespace']
+        running = sorted(p.spec.node_name for p in core.list_namespaced_pod(
+            ns, label_selector='app=nvidia-device-plugin-daemonset').items if p.status.phase == 'Running')
+        assert set(HAMI_NODES) <= set(running), running
+
+        before = snapshot(core, custom)
+        rc, results, raw = role(testbed.kubeconfig, base_vars(chart, helm, hami_state='absent'))
+        assert rc == 0, raw[-3000:]
+        assert changed_tasks(results) == [], changed_tasks(results)
+        assert snapshot(core, custom) == before
+    finally:
+        core.patch_node('t4-0', {'metadata': {'labels': {'gpu': None}}})
+
+
+def test_reset_removes_hami(testbed, core, custom, chart, helm):
+    rc, results, raw = role(testbed.kubeconfig, base_vars(chart, helm, hami_disable_operator_device_plugin=True))
+    assert rc == 0, raw[-3000:]
+    assert releases(core) and node_labels(core, HAMI_NODES[0]).get('gpu') == 'on'
+    variables = {'reset_operator_namespace': testbed.config['cluster']['operator_namespace'],
+                 'reset_helm_binary': helm, 'reset_verify_timeout': 120}
+    tasks = [{'name': 'reset', 'ansible.builtin.include_role': {'name': 'gpuops.gpu.reset'}}]
+    rc, results, raw = run_play(testbed.kubeconfig, tasks, vars=variables)
+    assert rc == 0, raw[-4000:]
+    assert releases(core) == []
+    assert all('gpu' not in node_labels(core, n) for n in HAMI_NODES)
+    assert get_policy(custom)['spec']['devicePlugin']['enabled'] is True
+    before = snapshot(core, custom)
+    rc, results, raw = run_play(testbed.kubeconfig, tasks, vars=variables)
+    assert rc == 0, raw[-3000:]
+    assert changed_tasks(results) == [], changed_tasks(results)
+    assert snapshot(core, custom) == before

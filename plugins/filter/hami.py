@@ -1,0 +1,39 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, gpuops.gpu contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Filters for removing HAMi (gpuops.gpu.hami with hami_state=absent, gpuops.gpu.reset).
+
+Thin wrapper: the logic lives in module_utils.hami_plan. Documentation is in hami_removal_plan.yml
+and hami_releases.yml.
+"""
+
+from __future__ import (absolute_import, division, print_function)
+__metaclass__ = type
+
+from ansible.errors import AnsibleFilterError
+
+from ansible_collections.gpuops.gpu.plugins.module_utils import hami_plan
+
+
+def hami_removal_plan(nodes, policies, pods, namespace, release, node_label, policy_name='',
+                      restore_device_plugin=True, with_pods=False):
+    """Nodes to unlabel, the ClusterPolicy patch, pods in the way and errors, before any write."""
+    if not isinstance(nodes, list) or not isinstance(policies, list) or not isinstance(pods, list):
+        raise AnsibleFilterError('hami_removal_plan: expects the lists of Node, ClusterPolicy and Pod objects')
+    return hami_plan.removal_plan(nodes, policies, pods, namespace, release, node_label, policy_name=policy_name,
+                                  restore_device_plugin=bool(restore_device_plugin), with_pods=bool(with_pods))
+
+
+def hami_releases(nodes):
+    """{'<namespace>/<release>': [node names]} of the HAMi releases gpuops.gpu.hami labelled nodes for."""
+    if not isinstance(nodes, list):
+        raise AnsibleFilterError('hami_releases: expects the list of Node objects')
+    return hami_plan.marked_releases(nodes)
+
+
+class FilterModule(object):
+    """gpuops.gpu HAMi filters."""
+
+    def filters(self):
+        return {'hami_removal_plan': hami_removal_plan, 'hami_releases': hami_releases}
