@@ -8,7 +8,7 @@ import pytest
 
 from ansible_collections.gpuops.gpu.plugins.module_utils.mig_target import MigKind
 from ansible_collections.gpuops.gpu.plugins.module_utils.node_rollout import (
-    NodeRollout, _parse_selector, resolve_assignments)
+    NodeRollout, _lines, _parse_selector, resolve_assignments)
 
 
 def node(name='n1', product='NVIDIA-A100-SXM4-40GB', count='8', config=None, state=None, extra=None, ann=None):
@@ -165,3 +165,25 @@ class TestBlockingPdbs(object):
                 {'metadata': {'namespace': 'ml', 'name': 'expr'}, 'spec': {'selector': {'matchExpressions': [
                     {'key': 'app', 'operator': 'In', 'values': ['train']}]}}, 'status': {'disruptionsAllowed': 0}}]
         assert NodeRollout.blocking_pdbs(pod, pdbs) == ['ml/strict', 'ml/expr']
+
+
+class _Stream(object):
+    """A watch response body arriving in arbitrary chunks (as urllib3 hands them over)."""
+
+    def __init__(self, chunks):
+        self.chunks = chunks
+
+    def stream(self, amt=None, decode_content=False):
+        return iter(self.chunks)
+
+
+@pytest.mark.parametrize('chunks', [
+    [b'{"a": 1}\n{"b": 2}\n'],
+    [b'{"a"', b': 1}\n{"b": ', b'2}\n'],
+    [b'{"a": 1}\n', b'\n', b'{"b": 2}\n{"c": 3}'],   # blank line skipped; no newline yet: not a line
+    ['{"a": 1}\n', '{"b": 2}\n'],                      # str chunks
+])
+def test_watch_lines_reassemble_chunks(chunks):
+    lines = list(_lines(_Stream(chunks)))
+    assert lines[:2] == [b'{"a": 1}', b'{"b": 2}']
+    assert len(lines) == 2
