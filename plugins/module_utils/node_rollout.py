@@ -328,8 +328,9 @@ class NodeRollout(object):
     def run_batch(self, batch, work, nodes_by_name):
         """Drive every node of a batch to done or failed. Returns {node: result}.
 
-        Each tick reads the unfinished nodes and advances them concurrently (one worker per node,
-        up to the connection pool's size), so a tick costs about one round trip, not one per node.
+        Each tick reads the unfinished nodes and advances them concurrently (one worker per node, up
+        to MAX_WORKERS), so a tick costs about one round trip, not one per node. Between ticks the loop
+        waits for the node watch (a followed node changed: only those are read) or for poll_interval.
         """
         opts = self.opts
         states = {}
