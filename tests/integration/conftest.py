@@ -94,37 +94,44 @@ def api_client(testbed):
 
 
 @pytest.fixture(scope="module")
-def core_v1(api_client):
+def core(api_client):
     import kubernetes
 
     return kubernetes.client.CoreV1Api(api_client)
 
 
 @pytest.fixture(scope="module")
-def custom_objects(api_client):
+def custom(api_client):
     import kubernetes
 
     return kubernetes.client.CustomObjectsApi(api_client)
 
 
+@pytest.fixture(scope="module")
+def apps(api_client):
+    import kubernetes
+
+    return kubernetes.client.AppsV1Api(api_client)
+
+
 @pytest.fixture
-def namespace(core_v1, request):
+def namespace(core, request):
     """A fresh namespace per test, deleted afterwards."""
     import kubernetes
 
     base = re.sub(r"[^a-z0-9]+", "-", request.node.name.lower())[:40].strip("-")
     name = f"t-{base}-{int(time.time() * 1000) % 1000000}"
-    core_v1.create_namespace(kubernetes.client.V1Namespace(metadata={"name": name}))
+    core.create_namespace(kubernetes.client.V1Namespace(metadata={"name": name}))
     # pods are only admitted once the namespace's default ServiceAccount exists
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
         try:
-            core_v1.read_namespaced_service_account("default", name)
+            core.read_namespaced_service_account("default", name)
             break
         except kubernetes.client.ApiException:
             time.sleep(0.2)
     yield name
-    core_v1.delete_namespace(name)
+    core.delete_namespace(name)
 
 
 def wait_until(what: str, fn, timeout: float = 60.0, interval: float = 0.5):

@@ -24,15 +24,15 @@ def operator_ns(testbed):
 
 
 @pytest.fixture(scope='module')
-def cluster_policy(testbed, custom_objects):
+def cluster_policy(testbed, custom):
     """What an install leaves behind: NVIDIA's OLM example ClusterPolicy, reconciled to ready."""
-    custom_objects.create_cluster_custom_object('nvidia.com', 'v1', 'clusterpolicies', clusterpolicy_example())
-    wait_until('ClusterPolicy ready', lambda: (custom_objects.get_cluster_custom_object(
+    custom.create_cluster_custom_object('nvidia.com', 'v1', 'clusterpolicies', clusterpolicy_example())
+    wait_until('ClusterPolicy ready', lambda: (custom.get_cluster_custom_object(
         'nvidia.com', 'v1', 'clusterpolicies', 'gpu-cluster-policy').get('status') or {}).get('state') == 'ready', 240)
 
 
 @pytest.fixture(scope='module')
-def credential(testbed, core_v1, operator_ns):
+def credential(testbed, core, operator_ns):
     """The AWX credential: a ServiceAccount token (from roles/rbac, run once by an admin) + CA + host."""
     task = {'name': 'rbac', 'ansible.builtin.include_role': {'name': 'gpuops.gpu.rbac'},
             'vars': {'rbac_operator_namespace': operator_ns, 'rbac_cluster_roles': ['report', 'rollout'],
@@ -40,7 +40,7 @@ def credential(testbed, core_v1, operator_ns):
                                                 'token_secret': True}]}}
     rc, _results, raw = run_play(testbed.kubeconfig, [task])
     assert rc == 0, raw[-3000:]
-    token = base64.b64decode(core_v1.read_namespaced_secret(SA + '-token', SA_NS).data['token']).decode()
+    token = base64.b64decode(core.read_namespaced_secret(SA + '-token', SA_NS).data['token']).decode()
     return bearer_token_credential(testbed.kubeconfig, token)
 
 
@@ -58,10 +58,10 @@ def test_report_job(tmp_path, credential):
     assert (job.status, job.rc) == ('successful', 0), job.stdout[-4000:]
 
 
-def test_mig_job_with_a_rollout_only_token(tmp_path, testbed, core_v1, custom_objects, cluster_policy, credential,
+def test_mig_job_with_a_rollout_only_token(tmp_path, testbed, core, custom, cluster_policy, credential,
                                            operator_ns):
     wait_until('GFD labels on the H100 nodes', lambda: all(
-        (core_v1.read_node(n).metadata.labels or {}).get('nvidia.com/gpu.product') for n in H100), 180)
+        (core.read_node(n).metadata.labels or {}).get('nvidia.com/gpu.product') for n in H100), 180)
     template = job_template('playbooks/mig.yml')
     survey = {'mig_operator_namespace': operator_ns, 'mig_strategy': 'mixed', 'mig_max_unavailable': 2}
     geometry = [{'devices': 'all', 'mig-enabled': True, 'mig-devices': {'3g.40gb': 2}}]
@@ -72,14 +72,14 @@ def test_mig_job_with_a_rollout_only_token(tmp_path, testbed, core_v1, custom_ob
     job = run_job(tmp_path, template, credential, survey=survey, launch_vars=launch)
     assert (job.status, job.rc) == ('successful', 0), job.stdout[-6000:]
     for node in H100:
-        labels = core_v1.read_node(node).metadata.labels
+        labels = core.read_node(node).metadata.labels
         assert labels['nvidia.com/mig.config'] == 'h100-3g-2x'
         assert labels['nvidia.com/mig.config.state'] == 'success'
-        assert not core_v1.read_node(node).spec.unschedulable
-    policy = custom_objects.get_cluster_custom_object('nvidia.com', 'v1', 'clusterpolicies', 'gpu-cluster-policy')
+        assert not core.read_node(node).spec.unschedulable
+    policy = custom.get_cluster_custom_object('nvidia.com', 'v1', 'clusterpolicies', 'gpu-cluster-policy')
     assert policy['spec']['mig']['strategy'] == 'mixed'
     assert policy['spec']['migManager']['config']['name'] == 'gpuops-mig-parted-config'
-    assert 'h100-3g-2x' in core_v1.read_namespaced_config_map('gpuops-mig-parted-config', operator_ns).data['config.yaml']
+    assert 'h100-3g-2x' in core.read_namespaced_config_map('gpuops-mig-parted-config', operator_ns).data['config.yaml']
     print('mig job took %.1fs' % (time.monotonic() - start))
 
     # launched again with the same answers: AWX shows no change

@@ -30,9 +30,9 @@ def cpu_groups(testbed):
             if not int(g.get("gpus_per_node", 0) or 0) and int(g.get("count", 0)) > 0]
 
 
-def expected_gpu_nodes(testbed, core_v1):
+def expected_gpu_nodes(testbed, core):
     groups = {g["name"] for g in gpu_groups(testbed)}
-    return sorted(n.metadata.name for n in core_v1.list_node(label_selector="gpuops.dev/testbed=true").items
+    return sorted(n.metadata.name for n in core.list_node(label_selector="gpuops.dev/testbed=true").items
                   if (n.metadata.labels or {}).get(GROUP_LABEL) in groups)
 
 
@@ -73,13 +73,13 @@ def container(name, limits=None, requests=None):
 
 
 @pytest.fixture(scope="module")
-def gpu_nodes_ready(testbed, core_v1):
+def gpu_nodes_ready(testbed, core):
     """Every GPU node of the testbed shows GPUs (labels or capacity from gpusim)."""
-    names = expected_gpu_nodes(testbed, core_v1)
+    names = expected_gpu_nodes(testbed, core)
     assert names, "the testbed config has no GPU node group"
 
     def detected():
-        nodes = {n.metadata.name: n for n in core_v1.list_node(label_selector="gpuops.dev/testbed=true").items}
+        nodes = {n.metadata.name: n for n in core.list_node(label_selector="gpuops.dev/testbed=true").items}
         ok = [name for name in names
               if int((nodes[name].status.allocatable or {}).get(GPU, "0")) > 0
               or (nodes[name].metadata.labels or {}).get("nvidia.com/gpu.present") == "true"]
@@ -88,13 +88,13 @@ def gpu_nodes_ready(testbed, core_v1):
     if not testbed.gpusim_expected():
         for name in names:  # no simulated device plugin: publish capacity the way it would
             gpus = str(next(int(g["gpus_per_node"]) for g in gpu_groups(testbed)
-                            if g["name"] == core_v1.read_node(name).metadata.labels[GROUP_LABEL]))
-            core_v1.patch_node_status(name, {"status": {"capacity": {GPU: gpus}, "allocatable": {GPU: gpus}}})
+                            if g["name"] == core.read_node(name).metadata.labels[GROUP_LABEL]))
+            core.patch_node_status(name, {"status": {"capacity": {GPU: gpus}, "allocatable": {GPU: gpus}}})
     wait_until("every GPU node to show GPUs", detected, timeout=120)
     return names
 
 
-def test_inventory_matches_the_cluster(testbed, core_v1, gpu_nodes_ready):
+def test_inventory_matches_the_cluster(testbed, core, gpu_nodes_ready):
     tasks = [
         {"name": "all", MODULE: {}, "register": "r_all"},
         {"name": "checked", MODULE: {}, "check_mode": True},
@@ -110,7 +110,7 @@ def test_inventory_matches_the_cluster(testbed, core_v1, gpu_nodes_ready):
     assert (result["not_found"], result["not_gpu"]) == ([], [])
 
     # every value against the Node objects themselves (one list, like the module)
-    api_nodes = {n.metadata.name: n for n in core_v1.list_node().items}
+    api_nodes = {n.metadata.name: n for n in core.list_node().items}
     for node in result["nodes"]:
         api = api_nodes[node["name"]]
         labels = api.metadata.labels or {}
@@ -153,7 +153,7 @@ def test_inventory_matches_the_cluster(testbed, core_v1, gpu_nodes_ready):
     assert [line.split()[0] for line in table[1:1 + len(gpu_nodes_ready)]] == gpu_nodes_ready
 
 
-def test_requested_gpus_follow_the_pods(testbed, core_v1, namespace, gpu_nodes_ready):
+def test_requested_gpus_follow_the_pods(testbed, core, namespace, gpu_nodes_ready):
     before = info(testbed.kubeconfig, [{"name": "before", MODULE: {}}])["before"]
     # a schedulable GPU node with no GPU pod and at least 3 full GPUs; prefer one MIG rollouts
     # leave alone (not MIG-capable)
@@ -174,12 +174,12 @@ def test_requested_gpus_follow_the_pods(testbed, core_v1, namespace, gpu_nodes_r
         pinned_pod("cpu-only", name, [container("web", requests={"cpu": "100m"})]),
     ]
     for pod in pods:
-        core_v1.create_namespaced_pod(namespace, pod)
+        core.create_namespaced_pod(namespace, pod)
     # more GPUs than the node has: stays Pending and unbound, counted nowhere
-    core_v1.create_namespaced_pod(namespace, pinned_pod("too-big", name, [container("cuda", limits={GPU: "999"})]))
+    core.create_namespaced_pod(namespace, pinned_pod("too-big", name, [container("cuda", limits={GPU: "999"})]))
 
     def bound():
-        items = core_v1.list_namespaced_pod(namespace).items
+        items = core.list_namespaced_pod(namespace).items
         return all(p.spec.node_name == name for p in items if p.metadata.name != "too-big") and len(items) == 4
 
     wait_until(f"the pods to be bound to {name}", bound, timeout=60)
@@ -209,15 +209,15 @@ def test_requested_gpus_follow_the_pods(testbed, core_v1, namespace, gpu_nodes_r
     assert node_of(res["single"], name)["gpu_pods"] == after["gpu_pods"]
 
     # label_selector goes to the API server: only that node group
-    group = core_v1.read_node(name).metadata.labels[GROUP_LABEL]
+    group = core.read_node(name).metadata.labels[GROUP_LABEL]
     grouped = info(testbed.kubeconfig, [{"name": "group", MODULE: {"label_selector": f"{GROUP_LABEL}={group}"}}])
-    group_nodes = sorted(n.metadata.name for n in core_v1.list_node(label_selector=f"{GROUP_LABEL}={group}").items)
+    group_nodes = sorted(n.metadata.name for n in core.list_node(label_selector=f"{GROUP_LABEL}={group}").items)
     assert [n["name"] for n in grouped["group"]["nodes"]] == group_nodes
 
     # deleting a pod gives its GPUs back
-    core_v1.delete_namespaced_pod("with-init", namespace, grace_period_seconds=0)
+    core.delete_namespaced_pod("with-init", namespace, grace_period_seconds=0)
     wait_until("with-init to be gone",
-               lambda: "with-init" not in [p.metadata.name for p in core_v1.list_namespaced_pod(namespace).items],
+               lambda: "with-init" not in [p.metadata.name for p in core.list_namespaced_pod(namespace).items],
                timeout=60)
     gone = info(testbed.kubeconfig, [{"name": "gone", MODULE: {"names": [name]}}])["gone"]
     assert node_of(gone, name)["requested"] == {GPU: 1}

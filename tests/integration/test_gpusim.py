@@ -68,17 +68,17 @@ def sim(testbed):
 
 
 @pytest.fixture(scope="module")
-def operator_ns(sim, core_v1):
+def operator_ns(sim, core):
     ns = sim["operator_namespace"] or "gpu-operator"
     try:
-        core_v1.read_namespace(ns)
+        core.read_namespace(ns)
     except kubernetes.client.ApiException:
-        core_v1.create_namespace(kubernetes.client.V1Namespace(metadata={"name": ns}))
+        core.create_namespace(kubernetes.client.V1Namespace(metadata={"name": ns}))
     return ns
 
 
 @pytest.fixture(scope="module")
-def cluster_policy(custom_objects, core_v1, operator_ns):
+def cluster_policy(custom, core, operator_ns):
     """A ClusterPolicy naming our mig-parted and device-plugin ConfigMaps (created, or an existing
     policy patched and restored afterwards). The simulator then runs in operator mode."""
     cms = {MIG_CM: {"config.yaml": MIG_PARTED},
@@ -87,13 +87,13 @@ def cluster_policy(custom_objects, core_v1, operator_ns):
     for name, data in cms.items():
         body = {"metadata": {"name": name}, "data": data}
         try:
-            core_v1.create_namespaced_config_map(operator_ns, body)
+            core.create_namespaced_config_map(operator_ns, body)
         except kubernetes.client.ApiException as e:
             if e.status != 409:
                 raise
-            core_v1.replace_namespaced_config_map(name, operator_ns, body)
+            core.replace_namespaced_config_map(name, operator_ns, body)
     grp, ver, plural = "nvidia.com", "v1", "clusterpolicies"
-    existing = custom_objects.list_cluster_custom_object(grp, ver, plural)["items"]
+    existing = custom.list_cluster_custom_object(grp, ver, plural)["items"]
     patch = {"spec": {"migManager": {"enabled": True, "config": {"name": MIG_CM}},
                       "devicePlugin": {"enabled": True, "config": {"name": DP_CM, "default": ""}},
                       "mig": {"strategy": "single"}}}
@@ -101,7 +101,7 @@ def cluster_policy(custom_objects, core_v1, operator_ns):
         cp = sorted(existing, key=lambda o: (o["metadata"]["creationTimestamp"], o["metadata"]["name"]))[0]
         name = cp["metadata"]["name"]
         saved = {k: cp["spec"].get(k) for k in ("migManager", "devicePlugin", "mig")}
-        custom_objects.patch_cluster_custom_object(grp, ver, plural, name, patch)
+        custom.patch_cluster_custom_object(grp, ver, plural, name, patch)
         created = False
     else:
         from gpusim import bundles
@@ -114,23 +114,23 @@ def cluster_policy(custom_objects, core_v1, operator_ns):
         example["metadata"] = {"name": name}
         for k, v in patch["spec"].items():
             example["spec"][k] = v
-        custom_objects.create_cluster_custom_object(grp, ver, plural, example)
+        custom.create_cluster_custom_object(grp, ver, plural, example)
         created = True
     yield name
     if created:
-        custom_objects.delete_cluster_custom_object(grp, ver, plural, name)
+        custom.delete_cluster_custom_object(grp, ver, plural, name)
 
         def gone():
             try:
-                custom_objects.get_cluster_custom_object(grp, ver, plural, name)
+                custom.get_cluster_custom_object(grp, ver, plural, name)
                 return False
             except kubernetes.client.ApiException as e:
                 return e.status == 404
         wait_until("ClusterPolicy deleted", gone, timeout=60)
     else:
-        custom_objects.patch_cluster_custom_object(grp, ver, plural, name, {"spec": saved})
+        custom.patch_cluster_custom_object(grp, ver, plural, name, {"spec": saved})
     for cm in cms:
-        core_v1.delete_namespaced_config_map(cm, operator_ns)
+        core.delete_namespaced_config_map(cm, operator_ns)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -138,8 +138,8 @@ def cluster_policy(custom_objects, core_v1, operator_ns):
 
 
 class Nodes:
-    def __init__(self, core_v1):
-        self.core = core_v1
+    def __init__(self, core):
+        self.core = core
         self.made = []
 
     def make(self, product="NVIDIA-A100-SXM4-40GB", gpus=8, reconfigure_seconds=1.0, labels=None,
@@ -209,8 +209,8 @@ class Nodes:
 
 
 @pytest.fixture
-def nodes(core_v1, sim):
-    n = Nodes(core_v1)
+def nodes(core, sim):
+    n = Nodes(core)
     yield n
     n.cleanup()
 
@@ -330,14 +330,14 @@ def test_mixed_geometry_under_single_strategy_is_invalid(nodes, cluster_policy):
     assert "more than one MIG device type" in nodes.annotations(name)[P + "device-plugin-error"]
 
 
-def test_running_gpu_pod_blocks_mig_change(nodes, core_v1, namespace):
+def test_running_gpu_pod_blocks_mig_change(nodes, core, namespace):
     name = nodes.make()
     pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "cuda"},
            "spec": {"nodeName": name,   # bound directly: a pod holding a GPU on this node
                     "tolerations": [{"operator": "Exists"}],
                     "containers": [{"name": "c", "image": "cuda:12", "command": ["sleep", "inf"],
                                     "resources": {"limits": {GPU: "1"}}}]}}
-    core_v1.create_namespaced_pod(namespace, pod)
+    core.create_namespaced_pod(namespace, pod)
     set_mig_config(nodes, name, "all-1g.5gb")
     watch_states(nodes, name, lambda lab, n: lab.get(MIG_STATE) == "failed")
     err = nodes.annotations(name)[P + "mig-error"]
@@ -345,8 +345,8 @@ def test_running_gpu_pod_blocks_mig_change(nodes, core_v1, namespace):
     assert nodes.capacity(name) == {GPU: "8"}
     assert json.loads(nodes.annotations(name)[P + "mig-applied"])["gpus"][0]["mig"] is False
     # once the pod is gone the same change succeeds
-    core_v1.delete_namespaced_pod("cuda", namespace, grace_period_seconds=0)
-    wait_until("pod gone", lambda: not core_v1.list_namespaced_pod(namespace).items, timeout=30)
+    core.delete_namespaced_pod("cuda", namespace, grace_period_seconds=0)
+    wait_until("pod gone", lambda: not core.list_namespaced_pod(namespace).items, timeout=30)
     set_mig_config(nodes, name, "all-disabled")
     watch_states(nodes, name, lambda lab, n: lab.get(MIG_STATE) == "success")
     set_mig_config(nodes, name, "all-1g.5gb")
@@ -358,16 +358,16 @@ def test_running_gpu_pod_blocks_mig_change(nodes, core_v1, namespace):
 # sharing
 
 
-def restart_device_plugin(core_v1, nodes, name):
+def restart_device_plugin(core, nodes, name):
     """Restart the plugin on the node: delete its pod (operator-managed) or bump the annotation."""
-    pods = core_v1.list_pod_for_all_namespaces(field_selector=f"spec.nodeName={name}",
-                                               label_selector="app=nvidia-device-plugin-daemonset").items
+    pods = core.list_pod_for_all_namespaces(field_selector=f"spec.nodeName={name}",
+                                            label_selector="app=nvidia-device-plugin-daemonset").items
     for p in pods:
-        core_v1.delete_namespaced_pod(p.metadata.name, p.metadata.namespace, grace_period_seconds=0)
+        core.delete_namespaced_pod(p.metadata.name, p.metadata.namespace, grace_period_seconds=0)
     nodes.annotate(name, {P + "device-plugin-restart": str(time.time())})
 
 
-def settle_device_plugin(api_client, core_v1, operator_ns, node):
+def settle_device_plugin(api_client, core, operator_ns, node):
     """When the real gpu-operator runs the device-plugin DaemonSet, wait until its rollout is done
     and the plugin pod on `node` runs: a pod (re)start re-reads the config, which would race with
     the 'content change is not picked up' check below."""
@@ -383,18 +383,18 @@ def settle_device_plugin(api_client, core_v1, operator_ns, node):
                 (st.updated_number_scheduled or 0) != (st.desired_number_scheduled or 0) or \
                 (st.number_available or 0) != (st.desired_number_scheduled or 0):
             return False
-        pods = core_v1.list_namespaced_pod(operator_ns, field_selector=f"spec.nodeName={node}",
-                                           label_selector="app=nvidia-device-plugin-daemonset").items
+        pods = core.list_namespaced_pod(operator_ns, field_selector=f"spec.nodeName={node}",
+                                        label_selector="app=nvidia-device-plugin-daemonset").items
         return any(p.status.phase == "Running" and not p.metadata.deletion_timestamp for p in pods)
     wait_until("device-plugin DaemonSet settled", settled, timeout=120, interval=0.5)
     time.sleep(1)
 
 
-def test_time_slicing_multiplies_capacity_after_restart(nodes, api_client, core_v1, operator_ns, cluster_policy):
+def test_time_slicing_multiplies_capacity_after_restart(nodes, api_client, core, operator_ns, cluster_policy):
     name = nodes.make()
     nodes.set_labels(name, {DP_CONFIG: "ts4"})
     wait_until("time-sliced capacity", lambda: nodes.capacity(name).get(GPU) == "32", timeout=30, interval=0.2)
-    settle_device_plugin(api_client, core_v1, operator_ns, name)
+    settle_device_plugin(api_client, core, operator_ns, name)
     lab = nodes.labels(name)
     assert lab["nvidia.com/gpu.replicas"] == "4"
     assert lab["nvidia.com/gpu.sharing-strategy"] == "time-slicing"
@@ -402,17 +402,17 @@ def test_time_slicing_multiplies_capacity_after_restart(nodes, api_client, core_
     assert nodes.allocatable(name)[GPU] == "32"
 
     # ConfigMap content change: NOT picked up by the running plugin ...
-    core_v1.patch_namespaced_config_map(DP_CM, operator_ns, {"data": {"ts4": TS.format(n=8)}})
+    core.patch_namespaced_config_map(DP_CM, operator_ns, {"data": {"ts4": TS.format(n=8)}})
     try:
         time.sleep(3)
         assert nodes.capacity(name)[GPU] == "32"
         # ... until the plugin restarts
-        restart_device_plugin(core_v1, nodes, name)
+        restart_device_plugin(core, nodes, name)
         wait_until("new replicas after restart", lambda: nodes.capacity(name).get(GPU) == "64",
                    timeout=30, interval=0.2)
         assert nodes.labels(name)["nvidia.com/gpu.replicas"] == "8"
     finally:
-        core_v1.patch_namespaced_config_map(DP_CM, operator_ns, {"data": {"ts4": TS.format(n=4)}})
+        core.patch_namespaced_config_map(DP_CM, operator_ns, {"data": {"ts4": TS.format(n=4)}})
 
     # back to no sharing via the label (config-manager picks up label changes itself)
     nodes.set_labels(name, {DP_CONFIG: "none"})
@@ -420,7 +420,7 @@ def test_time_slicing_multiplies_capacity_after_restart(nodes, api_client, core_
     assert nodes.labels(name)["nvidia.com/gpu.replicas"] == "1"
 
 
-def test_invalid_sharing_config_keeps_capacity_and_reports(nodes, core_v1, cluster_policy):
+def test_invalid_sharing_config_keeps_capacity_and_reports(nodes, core, cluster_policy):
     name = nodes.make()
     nodes.set_labels(name, {DP_CONFIG: "ts2"})
     wait_until("ts2 capacity", lambda: nodes.capacity(name).get(GPU) == "16", timeout=30, interval=0.2)
@@ -430,7 +430,7 @@ def test_invalid_sharing_config_keeps_capacity_and_reports(nodes, core_v1, clust
     assert "replicas must be >= 2" in nodes.annotations(name)[P + "device-plugin-error"]
     assert nodes.capacity(name)[GPU] == "16"          # capacity unchanged
     assert nodes.allocatable(name)[GPU] == "0"        # the crashing plugin's devices are unhealthy
-    events = core_v1.list_namespaced_event("default", field_selector=f"involvedObject.name={name}").items
+    events = core.list_namespaced_event("default", field_selector=f"involvedObject.name={name}").items
     assert any(e.reason == "DevicePluginFailed" and e.type == "Warning" for e in events)
     nodes.set_labels(name, {DP_CONFIG: "ts2"})
     wait_until("healthy again", lambda: P + "device-plugin-error" not in nodes.annotations(name)
@@ -485,16 +485,16 @@ def test_inject_device_plugin_crash(nodes):
 # OLM
 
 
-def _olm(custom_objects, plural, ns, name=None):
+def _olm(custom, plural, ns, name=None):
     if name:
-        return custom_objects.get_namespaced_custom_object(*OLM, ns, plural, name)
-    return custom_objects.list_namespaced_custom_object(*OLM, ns, plural)["items"]
+        return custom.get_namespaced_custom_object(*OLM, ns, plural, name)
+    return custom.list_namespaced_custom_object(*OLM, ns, plural)["items"]
 
 
-def _subscribe(custom_objects, ns, approval="Automatic", package="gpu-operator-certified", channel=None,
+def _subscribe(custom, ns, approval="Automatic", package="gpu-operator-certified", channel=None,
                starting_csv=None, operator_group=True, source="certified-operators", sub_name=None):
     if operator_group:
-        custom_objects.create_namespaced_custom_object("operators.coreos.com", "v1", ns, "operatorgroups", {
+        custom.create_namespaced_custom_object("operators.coreos.com", "v1", ns, "operatorgroups", {
             "apiVersion": "operators.coreos.com/v1", "kind": "OperatorGroup",
             "metadata": {"name": "og"}, "spec": {"targetNamespaces": [ns]}})
     spec = {"name": package, "source": source, "sourceNamespace": "openshift-marketplace",
@@ -503,21 +503,21 @@ def _subscribe(custom_objects, ns, approval="Automatic", package="gpu-operator-c
         spec["channel"] = channel
     if starting_csv:
         spec["startingCSV"] = starting_csv
-    custom_objects.create_namespaced_custom_object(*OLM, ns, "subscriptions", {
+    custom.create_namespaced_custom_object(*OLM, ns, "subscriptions", {
         "apiVersion": "operators.coreos.com/v1alpha1", "kind": "Subscription",
         "metadata": {"name": sub_name or package}, "spec": spec})
 
 
-def _csv_phase(custom_objects, ns, name):
+def _csv_phase(custom, ns, name):
     try:
-        return (_olm(custom_objects, "clusterserviceversions", ns, name).get("status") or {}).get("phase")
+        return (_olm(custom, "clusterserviceversions", ns, name).get("status") or {}).get("phase")
     except kubernetes.client.ApiException:
         return None
 
 
-def test_catalog_sources_are_ready(custom_objects):
+def test_catalog_sources_are_ready(custom):
     def ready():
-        items = _olm(custom_objects, "catalogsources", "openshift-marketplace")
+        items = _olm(custom, "catalogsources", "openshift-marketplace")
         return {i["metadata"]["name"]: ((i.get("status") or {}).get("connectionState") or {}).get("lastObservedState")
                 for i in items}
     wait_until("default catalog sources READY",
@@ -525,16 +525,16 @@ def test_catalog_sources_are_ready(custom_objects):
                timeout=30)
 
 
-def test_subscription_automatic_yields_succeeded_csv(custom_objects, namespace, sim):
+def test_subscription_automatic_yields_succeeded_csv(custom, namespace, sim):
     pkg = sim["olm"]["packages"]["gpu-operator-certified"]
     head = pkg["channels"][pkg["default_channel"]][-1]
-    _subscribe(custom_objects, namespace)
-    wait_until("CSV Succeeded", lambda: _csv_phase(custom_objects, namespace, head) == "Succeeded", timeout=60)
-    sub = _olm(custom_objects, "subscriptions", namespace, "gpu-operator-certified")
+    _subscribe(custom, namespace)
+    wait_until("CSV Succeeded", lambda: _csv_phase(custom, namespace, head) == "Succeeded", timeout=60)
+    sub = _olm(custom, "subscriptions", namespace, "gpu-operator-certified")
     assert sub["status"]["installedCSV"] == head and sub["status"]["state"] == "AtLatestKnown"
-    plan = _olm(custom_objects, "installplans", namespace, sub["status"]["installPlanRef"]["name"])
+    plan = _olm(custom, "installplans", namespace, sub["status"]["installPlanRef"]["name"])
     assert plan["status"]["phase"] == "Complete" and plan["spec"]["approved"] is True
-    csv = _olm(custom_objects, "clusterserviceversions", namespace, head)
+    csv = _olm(custom, "clusterserviceversions", namespace, head)
     examples = json.loads(csv["metadata"]["annotations"]["alm-examples"])
     cp = next(e for e in examples if e["kind"] == "ClusterPolicy")
     for section in ("daemonsets", "devicePlugin", "driver", "gfd", "migManager", "toolkit", "operator"):
@@ -543,89 +543,89 @@ def test_subscription_automatic_yields_succeeded_csv(custom_objects, namespace, 
     assert csv["metadata"]["annotations"]["olm.targetNamespaces"] == namespace
 
 
-def test_subscription_manual_waits_for_approval(custom_objects, namespace, sim):
+def test_subscription_manual_waits_for_approval(custom, namespace, sim):
     pkg = sim["olm"]["packages"]["gpu-operator-certified"]
     head = pkg["channels"][pkg["default_channel"]][-1]
-    _subscribe(custom_objects, namespace, approval="Manual")
+    _subscribe(custom, namespace, approval="Manual")
 
     def plan_ref():
-        st = _olm(custom_objects, "subscriptions", namespace, "gpu-operator-certified").get("status") or {}
+        st = _olm(custom, "subscriptions", namespace, "gpu-operator-certified").get("status") or {}
         return (st.get("installPlanRef") or {}).get("name")
     name = wait_until("InstallPlan", plan_ref, timeout=30)
-    wait_until("RequiresApproval", lambda: (_olm(custom_objects, "installplans", namespace, name).get("status") or {})
+    wait_until("RequiresApproval", lambda: (_olm(custom, "installplans", namespace, name).get("status") or {})
                .get("phase") == "RequiresApproval", timeout=30)
-    sub = _olm(custom_objects, "subscriptions", namespace, "gpu-operator-certified")
+    sub = _olm(custom, "subscriptions", namespace, "gpu-operator-certified")
     cond = {c["type"]: c for c in sub["status"]["conditions"]}
     assert cond["InstallPlanPending"]["reason"] == "RequiresApproval"
     assert sub["status"]["state"] == "UpgradePending"
     time.sleep(2 + sim["olm"]["install_seconds"])
-    assert _csv_phase(custom_objects, namespace, head) is None       # nothing installed yet
-    custom_objects.patch_namespaced_custom_object(*OLM, namespace, "installplans", name, {"spec": {"approved": True}})
-    wait_until("CSV Succeeded", lambda: _csv_phase(custom_objects, namespace, head) == "Succeeded", timeout=60)
+    assert _csv_phase(custom, namespace, head) is None       # nothing installed yet
+    custom.patch_namespaced_custom_object(*OLM, namespace, "installplans", name, {"spec": {"approved": True}})
+    wait_until("CSV Succeeded", lambda: _csv_phase(custom, namespace, head) == "Succeeded", timeout=60)
 
 
-def test_subscription_starting_csv_then_manual_upgrade(custom_objects, namespace, sim):
+def test_subscription_starting_csv_then_manual_upgrade(custom, namespace, sim):
     pkg = sim["olm"]["packages"]["gpu-operator-certified"]
     stable = pkg["channels"]["stable"]
     assert len(stable) >= 2
-    _subscribe(custom_objects, namespace, approval="Manual", channel="stable", starting_csv=stable[0])
+    _subscribe(custom, namespace, approval="Manual", channel="stable", starting_csv=stable[0])
 
     def ref():
-        st = _olm(custom_objects, "subscriptions", namespace, "gpu-operator-certified").get("status") or {}
+        st = _olm(custom, "subscriptions", namespace, "gpu-operator-certified").get("status") or {}
         return (st.get("installPlanRef") or {}).get("name")
 
     first = wait_until("first InstallPlan", ref, timeout=30)
-    plan = _olm(custom_objects, "installplans", namespace, first)
+    plan = _olm(custom, "installplans", namespace, first)
     assert plan["spec"]["clusterServiceVersionNames"] == [stable[0]]
-    custom_objects.patch_namespaced_custom_object(*OLM, namespace, "installplans", first, {"spec": {"approved": True}})
-    wait_until("starting CSV Succeeded", lambda: _csv_phase(custom_objects, namespace, stable[0]) == "Succeeded",
+    custom.patch_namespaced_custom_object(*OLM, namespace, "installplans", first, {"spec": {"approved": True}})
+    wait_until("starting CSV Succeeded", lambda: _csv_phase(custom, namespace, stable[0]) == "Succeeded",
                timeout=60)
     second = wait_until("upgrade InstallPlan", lambda: ref() if ref() != first else None, timeout=30)
-    plan = _olm(custom_objects, "installplans", namespace, second)
+    plan = _olm(custom, "installplans", namespace, second)
     assert plan["spec"]["clusterServiceVersionNames"] == [stable[-1]]
-    wait_until("upgrade waits for approval", lambda: (_olm(custom_objects, "installplans", namespace, second)
+    wait_until("upgrade waits for approval", lambda: (_olm(custom, "installplans", namespace, second)
                .get("status") or {}).get("phase") == "RequiresApproval", timeout=30)
-    assert _csv_phase(custom_objects, namespace, stable[0]) == "Succeeded"
+    assert _csv_phase(custom, namespace, stable[0]) == "Succeeded"
 
 
-def test_subscription_resolution_failed(custom_objects, namespace):
+def test_subscription_resolution_failed(custom, namespace):
     cases = [("bad-package", {"package": "no-such-operator"}, "no operators found in package no-such-operator"),
              ("bad-channel", {"channel": "v0.1"}, "no operators found in channel v0.1"),
              ("bad-source", {"source": "no-such-catalog"}, "no operators found from catalog no-such-catalog")]
     for i, (sub_name, kwargs, _msg) in enumerate(cases):
-        _subscribe(custom_objects, namespace, sub_name=sub_name, operator_group=(i == 0), **kwargs)
+        _subscribe(custom, namespace, sub_name=sub_name, operator_group=(i == 0), **kwargs)
 
     def failed(sub_name):
-        st = _olm(custom_objects, "subscriptions", namespace, sub_name).get("status") or {}
+        st = _olm(custom, "subscriptions", namespace, sub_name).get("status") or {}
         c = [c for c in st.get("conditions") or [] if c["type"] == "ResolutionFailed"]
         return c[0] if c and c[0]["status"] == "True" else None
     for sub_name, _kwargs, message in cases:
         cond = wait_until(f"{sub_name}: ResolutionFailed", lambda: failed(sub_name), timeout=30)
         assert cond["reason"] == "ConstraintsNotSatisfiable" and message in cond["message"], cond
-    assert not _olm(custom_objects, "installplans", namespace)
+    assert not _olm(custom, "installplans", namespace)
 
 
-def test_csv_fails_without_operator_group(custom_objects, namespace, sim):
+def test_csv_fails_without_operator_group(custom, namespace, sim):
     pkg = sim["olm"]["packages"]["gpu-operator-certified"]
     head = pkg["channels"][pkg["default_channel"]][-1]
-    _subscribe(custom_objects, namespace, operator_group=False)
-    wait_until("CSV Failed", lambda: _csv_phase(custom_objects, namespace, head) == "Failed", timeout=60)
-    csv = _olm(custom_objects, "clusterserviceversions", namespace, head)
+    _subscribe(custom, namespace, operator_group=False)
+    wait_until("CSV Failed", lambda: _csv_phase(custom, namespace, head) == "Failed", timeout=60)
+    csv = _olm(custom, "clusterserviceversions", namespace, head)
     assert csv["status"]["reason"] == "NoOperatorGroup"
-    custom_objects.create_namespaced_custom_object("operators.coreos.com", "v1", namespace, "operatorgroups", {
+    custom.create_namespaced_custom_object("operators.coreos.com", "v1", namespace, "operatorgroups", {
         "apiVersion": "operators.coreos.com/v1", "kind": "OperatorGroup",
         "metadata": {"name": "og"}, "spec": {"targetNamespaces": [namespace]}})
-    wait_until("CSV Succeeded", lambda: _csv_phase(custom_objects, namespace, head) == "Succeeded", timeout=60)
+    wait_until("CSV Succeeded", lambda: _csv_phase(custom, namespace, head) == "Succeeded", timeout=60)
 
 
 # ------------------------------------------------------------------------------------------------
 # machine-api
 
 
-def test_machineset_scales_gpu_nodes(custom_objects, core_v1, sim):
+def test_machineset_scales_gpu_nodes(custom, core, sim):
     ns = sim["machine_api"]["namespace"]
     try:
-        core_v1.create_namespace(kubernetes.client.V1Namespace(metadata={"name": ns}))
+        core.create_namespace(kubernetes.client.V1Namespace(metadata={"name": ns}))
     except kubernetes.client.ApiException as e:
         if e.status != 409:
             raise
@@ -643,10 +643,10 @@ def test_machineset_scales_gpu_nodes(custom_objects, core_v1, sim):
                            DEPLOY_DP: "true", "nvidia.com/gpu.deploy.gpu-feature-discovery": "true"}},
                            "taints": [{"key": GPU, "effect": "NoSchedule"}],
                            "providerSpec": {"value": {"instanceType": "p4d.24xlarge"}}}}}}
-    custom_objects.create_namespaced_custom_object(grp, ver, ns, "machinesets", ms)
+    custom.create_namespaced_custom_object(grp, ver, ns, "machinesets", ms)
 
     def gpu_nodes():
-        return core_v1.list_node(label_selector=f"gpuops.dev/it={name}").items
+        return core.list_node(label_selector=f"gpuops.dev/it={name}").items
     try:
         wait_until("2 nodes", lambda: len(gpu_nodes()) == 2, timeout=60)
         wait_until("GPU capacity on both", lambda: all((n.status.capacity or {}).get(GPU) == "8" for n in gpu_nodes()),
@@ -666,7 +666,7 @@ def test_machineset_scales_gpu_nodes(custom_objects, core_v1, sim):
             assert n.spec.provider_id == "kwok://" + n.metadata.name
 
         def machines():
-            return custom_objects.list_namespaced_custom_object(
+            return custom.list_namespaced_custom_object(
                 grp, ver, ns, "machines", label_selector=f"machine.openshift.io/cluster-api-machineset={name}")["items"]
         wait_until("2 Machines Running", lambda: [((m.get("status") or {}).get("phase")) for m in machines()]
                    == ["Running", "Running"], timeout=60)
@@ -674,14 +674,14 @@ def test_machineset_scales_gpu_nodes(custom_objects, core_v1, sim):
         assert all(m["spec"]["providerID"] == "kwok://" + m["metadata"]["name"] for m in machines())
 
         def status():
-            return custom_objects.get_namespaced_custom_object(grp, ver, ns, "machinesets", name).get("status") or {}
+            return custom.get_namespaced_custom_object(grp, ver, ns, "machinesets", name).get("status") or {}
         wait_until("MachineSet status.replicas 2", lambda: status().get("replicas") == 2, timeout=30)
 
-        custom_objects.patch_namespaced_custom_object(grp, ver, ns, "machinesets", name, {"spec": {"replicas": 1}})
+        custom.patch_namespaced_custom_object(grp, ver, ns, "machinesets", name, {"spec": {"replicas": 1}})
         wait_until("scaled down to 1 node", lambda: len(gpu_nodes()) == 1, timeout=60)
         wait_until("1 machine", lambda: len(machines()) == 1, timeout=60)
         wait_until("MachineSet status.replicas 1", lambda: status().get("replicas") == 1, timeout=30)
     finally:
-        custom_objects.patch_namespaced_custom_object(grp, ver, ns, "machinesets", name, {"spec": {"replicas": 0}})
+        custom.patch_namespaced_custom_object(grp, ver, ns, "machinesets", name, {"spec": {"replicas": 0}})
         wait_until("scaled to 0", lambda: not gpu_nodes(), timeout=60)
-        custom_objects.delete_namespaced_custom_object(grp, ver, ns, "machinesets", name)
+        custom.delete_namespaced_custom_object(grp, ver, ns, "machinesets", name)

@@ -20,7 +20,6 @@ import subprocess
 
 import pytest
 import yaml
-from kubernetes import client, config as kconfig
 
 from ansible_run import run_play
 from policy_helpers import POLICY_NAME, REPO, ensure_cluster_policy, get_policy, node_writes, wait_for
@@ -98,26 +97,6 @@ spec:
 {{- end }}
 ''',
 }
-
-
-@pytest.fixture(scope='module')
-def api(testbed):
-    return kconfig.new_client_from_config(config_file=testbed.kubeconfig)
-
-
-@pytest.fixture(scope='module')
-def core(api):
-    return client.CoreV1Api(api)
-
-
-@pytest.fixture(scope='module')
-def custom(api):
-    return client.CustomObjectsApi(api)
-
-
-@pytest.fixture(scope='module')
-def apps(api):
-    return client.AppsV1Api(api)
 
 
 @pytest.fixture(scope='module')

@@ -14,7 +14,7 @@ import time
 
 import pytest
 import yaml
-from kubernetes import client, config as kconfig
+from kubernetes import client
 
 import conftest
 from ansible_run import run_play
@@ -66,21 +66,6 @@ def _on_cr_config():
 @pytest.fixture(scope='module')
 def testbed(_on_cr_config, testbed):  # noqa: F811 - the conftest fixture, started with this module's config
     return testbed
-
-
-@pytest.fixture(scope='module')
-def api(testbed):
-    return kconfig.new_client_from_config(config_file=testbed.kubeconfig)
-
-
-@pytest.fixture(scope='module')
-def custom(api):
-    return client.CustomObjectsApi(api)
-
-
-@pytest.fixture(scope='module')
-def core(api):
-    return client.CoreV1Api(api)
 
 
 def play(testbed, tasks, check=False, diff=False, vars=None):
@@ -151,11 +136,11 @@ def test_without_the_package_api_an_unknown_package_is_removed_again(testbed, cu
 
 
 @pytest.fixture(scope='module')
-def package_api(testbed, api, custom):
+def package_api(testbed, api_client, custom):
     """Serve packages.operators.coreos.com/v1 PackageManifest, as OpenShift's packageserver does
     (an aggregated API there; a CRD stand-in here), and let gpusim's OLM publish the catalog's
     packages into it (it does so on an OperatorHub change)."""
-    ext = client.ApiextensionsV1Api(api)
+    ext = client.ApiextensionsV1Api(api_client)
     crd = {'apiVersion': 'apiextensions.k8s.io/v1', 'kind': 'CustomResourceDefinition',
            'metadata': {'name': 'packagemanifests.packages.operators.coreos.com'},
            'spec': {'group': 'packages.operators.coreos.com', 'scope': 'Namespaced',
@@ -190,10 +175,10 @@ def _served(custom):
 
 
 @pytest.fixture
-def broken_catalog(testbed, api, custom):
+def broken_catalog(testbed, api_client, custom):
     """A CatalogSource that stays TRANSIENT_FAILURE: gpusim's OLM marks every CatalogSource READY,
     so a ValidatingAdmissionPolicy (a real apiserver feature) refuses that one update for it."""
-    adm = client.AdmissionregistrationV1Api(api)
+    adm = client.AdmissionregistrationV1Api(api_client)
     name = 'broken-operators'
     policy = {'apiVersion': 'admissionregistration.k8s.io/v1', 'kind': 'ValidatingAdmissionPolicy',
               'metadata': {'name': 'gpuops-test-catalog-down'},

@@ -10,7 +10,7 @@ import time
 
 import pytest
 import yaml
-from kubernetes import client, config as kconfig
+from kubernetes import client
 
 from ansible_run import facts_diff, node_facts, run_play
 
@@ -20,19 +20,8 @@ ANN_PREFIX = 'gpuops.gpu/'
 
 
 @pytest.fixture(scope='module')
-def core(testbed):
-    api = kconfig.new_client_from_config(config_file=testbed.kubeconfig)
-    return client.CoreV1Api(api)
-
-
-@pytest.fixture(scope='module')
-def apps(testbed):
-    return client.AppsV1Api(kconfig.new_client_from_config(config_file=testbed.kubeconfig))
-
-
-@pytest.fixture(scope='module')
-def policy(testbed):
-    return client.PolicyV1Api(kconfig.new_client_from_config(config_file=testbed.kubeconfig))
+def policy(api_client):
+    return client.PolicyV1Api(api_client)
 
 
 def labels(core, name):

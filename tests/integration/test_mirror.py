@@ -9,7 +9,7 @@ import os
 
 import pytest
 import yaml
-from kubernetes import client, config as kconfig
+from kubernetes import client
 
 from ansible_collections.gpuops.gpu.plugins.module_utils.image_ref import public_registry_references
 from ansible_collections.gpuops.gpu.plugins.module_utils.mirror_plan import mirror_plan
@@ -33,21 +33,6 @@ G = {'cs': ('operators.coreos.com', 'v1alpha1', 'catalogsources'),
      'hub': ('config.openshift.io', 'v1', 'operatorhubs'),
      'image': ('config.openshift.io', 'v1', 'images'),
      'cp': ('nvidia.com', 'v1', 'clusterpolicies')}
-
-
-@pytest.fixture(scope='module')
-def api(testbed):
-    return kconfig.new_client_from_config(config_file=testbed.kubeconfig)
-
-
-@pytest.fixture(scope='module')
-def core(api):
-    return client.CoreV1Api(api)
-
-
-@pytest.fixture(scope='module')
-def custom(api):
-    return client.CustomObjectsApi(api)
 
 
 @pytest.fixture(scope='module', autouse=True)

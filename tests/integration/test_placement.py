@@ -6,7 +6,7 @@ gpu-operator rendering the daemonsets tolerations into its operand DaemonSets.""
 import json
 
 import pytest
-from kubernetes import client, config as kconfig
+from kubernetes import client
 
 from policy_helpers import ensure_cluster_policy
 from role_cases import (all_unchanged, failures, run_role, wait_for)
@@ -31,21 +31,6 @@ BASE = {'gpu_node_placement_operator_namespace': GPU_NS,
         'gpu_node_placement_machineset_selector': 'gpuops.dev/accelerator=a100',
         'gpu_node_placement_taints': [GPU_TAINT, DEDICATED],
         'gpu_node_placement_tolerations': [MASTER_TOL]}
-
-
-@pytest.fixture(scope='module')
-def api(testbed):
-    return kconfig.new_client_from_config(config_file=testbed.kubeconfig)
-
-
-@pytest.fixture(scope='module')
-def core(api):
-    return client.CoreV1Api(api)
-
-
-@pytest.fixture(scope='module')
-def custom(api):
-    return client.CustomObjectsApi(api)
 
 
 def namespaced(custom, key, namespace, name=None, body=None, patch=None):

@@ -3,7 +3,7 @@ per label-selected namespaces, normalisation of bare keys, the time-slicing warn
 the simulated GPU feature discovery), idempotency, check mode, bad input, removal."""
 
 import pytest
-from kubernetes import client, config as kconfig
+from kubernetes import client
 
 from ansible_run import run_play
 from policy_helpers import enable_time_slicing, ensure_cluster_policy, wait_for
@@ -18,16 +18,6 @@ QUOTAS = [
      'hard': {'requests.nvidia.com/gpumem': 40000, 'limits.nvidia.com/gpumem': 40000,
               'requests.nvidia.com/gpucores': 200, 'requests.nvidia.com/gpu.shared': 8}},
 ]
-
-
-@pytest.fixture(scope='module')
-def core(testbed):
-    return client.CoreV1Api(kconfig.new_client_from_config(config_file=testbed.kubeconfig))
-
-
-@pytest.fixture(scope='module')
-def custom(testbed):
-    return client.CustomObjectsApi(kconfig.new_client_from_config(config_file=testbed.kubeconfig))
 
 
 @pytest.fixture(scope='module', autouse=True)

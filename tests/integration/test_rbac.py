@@ -58,8 +58,8 @@ def applied(testbed, api_client):
 
 
 @pytest.fixture(scope='module')
-def token(testbed, core_v1, applied):
-    secret = core_v1.read_namespaced_secret(SA + '-token', SA_NS)
+def token(testbed, core, applied):
+    secret = core.read_namespaced_secret(SA + '-token', SA_NS)
     return base64.b64decode(secret.data['token']).decode()
 
 
@@ -124,9 +124,9 @@ def test_bad_input_fails_before_writing(testbed, api_client, applied, bad, messa
     assert managed_objects(api_client) == before
 
 
-def test_mig_rollout_succeeds_with_only_the_rollout_role(testbed, core_v1, token):
+def test_mig_rollout_succeeds_with_only_the_rollout_role(testbed, core, token):
     wait_until('GFD labels on a100-0',
-               lambda: (core_v1.read_node('a100-0').metadata.labels or {}).get('nvidia.com/gpu.product'), 180)
+               lambda: (core.read_node('a100-0').metadata.labels or {}).get('nvidia.com/gpu.product'), 180)
     with open(testbed.kubeconfig) as handle:
         server = yaml.safe_load(handle)['clusters'][0]['cluster']['server']
     env = {'K8S_AUTH_HOST': server, 'K8S_AUTH_API_KEY': token, 'K8S_AUTH_VERIFY_SSL': 'true',
@@ -142,11 +142,11 @@ def test_mig_rollout_succeeds_with_only_the_rollout_role(testbed, core_v1, token
     res = results['rollout']
     assert res['changed'] is True
     assert not res.get('warnings'), res.get('warnings')  # events were recorded, nothing was refused
-    node = core_v1.read_node('a100-0')
+    node = core.read_node('a100-0')
     assert node.metadata.labels['nvidia.com/mig.config'] == 'all-1g.5gb'
     assert node.metadata.labels['nvidia.com/mig.config.state'] == 'success'
     assert not node.spec.unschedulable
-    events = core_v1.list_namespaced_event('default', field_selector='involvedObject.name=a100-0').items
+    events = core.list_namespaced_event('default', field_selector='involvedObject.name=a100-0').items
     assert any(e.reason == 'GpuopsDone' for e in events)
 
 

@@ -5,7 +5,7 @@ removes the ClusterPolicy's custom configs, deletes only the ConfigMap gpuops.gp
 quotas unless asked; idempotency, check mode, bad input."""
 
 import pytest
-from kubernetes import client, config as kconfig
+from kubernetes import client
 
 from ansible_run import run_play
 from policy_helpers import enable_time_slicing, ensure_cluster_policy, get_policy, node_writes, wait_for, wait_quiet
@@ -17,21 +17,6 @@ MIG_CM = 'gpuops-mig-parted-config'
 DP_CM = 'team-device-plugin-config'  # created by "someone else": never deleted
 MANAGED = {'app.kubernetes.io/managed-by': 'gpuops.gpu'}
 WORKLOAD_NS = 'reset-it'
-
-
-@pytest.fixture(scope='module')
-def api(testbed):
-    return kconfig.new_client_from_config(config_file=testbed.kubeconfig)
-
-
-@pytest.fixture(scope='module')
-def core(api):
-    return client.CoreV1Api(api)
-
-
-@pytest.fixture(scope='module')
-def custom(api):
-    return client.CustomObjectsApi(api)
 
 
 @pytest.fixture(scope='module')

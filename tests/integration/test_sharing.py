@@ -14,7 +14,7 @@ import time
 
 import pytest
 import yaml
-from kubernetes import client, config as kconfig
+from kubernetes import client
 
 from ansible_run import run_play
 from cluster_policy_example import clusterpolicy_example
@@ -56,16 +56,6 @@ def wait_for(predicate, timeout=120, interval=0.5, what='condition'):
             return last
         time.sleep(interval)
     raise AssertionError('timed out waiting for %s (last: %r)' % (what, last))
-
-
-@pytest.fixture(scope='module')
-def core(testbed):
-    return client.CoreV1Api(kconfig.new_client_from_config(config_file=testbed.kubeconfig))
-
-
-@pytest.fixture(scope='module')
-def custom(testbed):
-    return client.CustomObjectsApi(kconfig.new_client_from_config(config_file=testbed.kubeconfig))
 
 
 @pytest.fixture(scope='module', autouse=True)
@@ -129,8 +119,7 @@ def assert_clean(core):
 
 # ------------------------------------------------------------------------------------------ tests
 
-def test_cluster_wide_time_slicing(testbed, core, custom):
-    apps = client.AppsV1Api(kconfig.new_client_from_config(config_file=testbed.kubeconfig))
+def test_cluster_wide_time_slicing(testbed, core, custom, apps):
     rc, results, raw = role(testbed.kubeconfig, CLUSTER_WIDE)
     assert rc == 0, raw[-4000:]
     rollout = results['Roll the sharing profiles out to the node groups']

@@ -21,19 +21,19 @@ def ready(node) -> bool:
     return any(c.type == "Ready" and c.status == "True" for c in (node.status.conditions or []))
 
 
-def ensure_gpu_capacity(testbed, core_v1, node_name: str, gpus: int) -> int:
+def ensure_gpu_capacity(testbed, core, node_name: str, gpus: int) -> int:
     """GPU capacity comes from the simulated device plugin (gpusim). Wait for it; when gpusim is
     not part of this checkout, publish the capacity ourselves the way a device plugin would."""
     def alloc():
-        n = core_v1.read_node(node_name)
+        n = core.read_node(node_name)
         return int((n.status.allocatable or {}).get(GPU, "0"))
 
     if testbed.gpusim_expected():
         assert testbed.process_running("gpusim"), testbed.cli("logs", "gpusim", check=False).stdout
         return wait_until(f"gpusim to advertise {GPU} on {node_name}", alloc, timeout=90)
     if alloc() == 0:
-        core_v1.patch_node_status(node_name, {"status": {"capacity": {GPU: str(gpus)},
-                                                         "allocatable": {GPU: str(gpus)}}})
+        core.patch_node_status(node_name, {"status": {"capacity": {GPU: str(gpus)},
+                                                      "allocatable": {GPU: str(gpus)}}})
     return wait_until(f"{GPU} on {node_name}", alloc, timeout=10)
 
 
@@ -61,9 +61,9 @@ def test_version_is_real_kubernetes_1_36(api_client):
     assert v.git_tree_state == "clean"
 
 
-def test_nodes_are_kwok_gpu_nodes(testbed, core_v1):
+def test_nodes_are_kwok_gpu_nodes(testbed, core):
     want = {g["name"]: int(g.get("count", 0)) for g in testbed.config["node_groups"]}
-    nodes = core_v1.list_node(label_selector="gpuops.dev/testbed=true").items
+    nodes = core.list_node(label_selector="gpuops.dev/testbed=true").items
     got: dict = {}
     for n in nodes:
         got[n.metadata.labels[GROUP_LABEL]] = got.get(n.metadata.labels[GROUP_LABEL], 0) + 1
@@ -80,17 +80,17 @@ def test_nodes_are_kwok_gpu_nodes(testbed, core_v1):
         assert n.metadata.annotations["gpusim.gpuops.dev/product"] == g["gpu_product"]
 
 
-def test_gpu_pods_schedule_run_and_over_capacity_stays_pending(testbed, core_v1, namespace):
+def test_gpu_pods_schedule_run_and_over_capacity_stays_pending(testbed, core, namespace):
     group = min(gpu_groups(testbed), key=lambda g: int(g["count"]))
-    nodes = core_v1.list_node(label_selector=f"{GROUP_LABEL}={group['name']}").items
-    cap = {n.metadata.name: ensure_gpu_capacity(testbed, core_v1, n.metadata.name,
+    nodes = core.list_node(label_selector=f"{GROUP_LABEL}={group['name']}").items
+    cap = {n.metadata.name: ensure_gpu_capacity(testbed, core, n.metadata.name,
                                                 int(group["gpus_per_node"])) for n in nodes}
     # one pod per node taking all of its GPUs: all Running, each on a node of the group
     for i, (node, gpus) in enumerate(sorted(cap.items())):
-        core_v1.create_namespaced_pod(namespace, gpu_pod(f"full-{i}", gpus, group["name"]))
+        core.create_namespaced_pod(namespace, gpu_pod(f"full-{i}", gpus, group["name"]))
 
     def running():
-        pods = core_v1.list_namespaced_pod(namespace).items
+        pods = core.list_namespaced_pod(namespace).items
         ok = [p for p in pods if p.status.phase == "Running"
               and any(c.type == "Ready" and c.status == "True" for c in p.status.conditions or [])]
         return pods if len(ok) == len(cap) else None
@@ -99,35 +99,35 @@ def test_gpu_pods_schedule_run_and_over_capacity_stays_pending(testbed, core_v1,
     assert sorted(p.spec.node_name for p in pods) == sorted(cap), "one full pod per GPU node"
 
     # the group is now full: one more GPU pod must stay Pending, unschedulable for nvidia.com/gpu
-    core_v1.create_namespaced_pod(namespace, gpu_pod("one-too-many", 1, group["name"]))
+    core.create_namespaced_pod(namespace, gpu_pod("one-too-many", 1, group["name"]))
 
     def unschedulable():
-        p = core_v1.read_namespaced_pod("one-too-many", namespace)
+        p = core.read_namespaced_pod("one-too-many", namespace)
         cond = [c for c in p.status.conditions or [] if c.type == "PodScheduled"]
         return cond and cond[0].status == "False" and cond[0].reason == "Unschedulable" and cond[0]
 
     cond = wait_until("FailedScheduling for the over-capacity pod", unschedulable, timeout=30)
     assert f"Insufficient {GPU}" in cond.message
-    p = core_v1.read_namespaced_pod("one-too-many", namespace)
+    p = core.read_namespaced_pod("one-too-many", namespace)
     assert p.status.phase == "Pending" and not p.spec.node_name
 
     # freeing one node's GPUs lets the pending pod run there
-    core_v1.delete_namespaced_pod("full-0", namespace, grace_period_seconds=0)
+    core.delete_namespaced_pod("full-0", namespace, grace_period_seconds=0)
     wait_until("pending pod to be scheduled after GPUs were freed",
-               lambda: core_v1.read_namespaced_pod("one-too-many", namespace).status.phase == "Running",
+               lambda: core.read_namespaced_pod("one-too-many", namespace).status.phase == "Running",
                timeout=60)
 
 
-def test_pods_requesting_gpus_never_land_on_cpu_nodes(testbed, core_v1, namespace):
+def test_pods_requesting_gpus_never_land_on_cpu_nodes(testbed, core, namespace):
     cpu_groups = [g for g in testbed.config["node_groups"] if not int(g.get("gpus_per_node", 0) or 0)
                   and int(g.get("count", 0))]
     if not cpu_groups:
         pytest.fail("the testbed config has no CPU-only node group to test against")
     pod = gpu_pod("gpu-on-cpu", 1, cpu_groups[0]["name"])
-    core_v1.create_namespaced_pod(namespace, pod)
+    core.create_namespaced_pod(namespace, pod)
 
     def unschedulable():
-        p = core_v1.read_namespaced_pod("gpu-on-cpu", namespace)
+        p = core.read_namespaced_pod("gpu-on-cpu", namespace)
         return any(c.type == "PodScheduled" and c.reason == "Unschedulable" for c in p.status.conditions or [])
 
     wait_until("GPU pod pinned to a CPU node to be Unschedulable", unschedulable, timeout=30)
@@ -184,16 +184,16 @@ def test_crds_are_installed_with_real_schemas(api_client):
     assert e.value.status == 422 and "strategy" in e.value.body
 
 
-def test_rbac_refuses_a_restricted_service_account(api_client, core_v1, namespace, testbed):
-    core_v1.create_namespaced_service_account(namespace, {"metadata": {"name": "restricted"}})
-    tr = core_v1.create_namespaced_service_account_token(
+def test_rbac_refuses_a_restricted_service_account(api_client, core, namespace, testbed):
+    core.create_namespaced_service_account(namespace, {"metadata": {"name": "restricted"}})
+    tr = core.create_namespaced_service_account_token(
         "restricted", namespace, {"spec": {"expirationSeconds": 600}})
     cfg = kubernetes.client.Configuration()
     cfg.host = api_client.configuration.host
     cfg.ssl_ca_cert = api_client.configuration.ssl_ca_cert
     cfg.api_key = {"authorization": "Bearer " + tr.status.token}
     restricted = kubernetes.client.CoreV1Api(kubernetes.client.ApiClient(cfg))
-    some_node = core_v1.list_node(limit=1).items[0].metadata.name
+    some_node = core.list_node(limit=1).items[0].metadata.name
     for call in (restricted.list_node,
                  lambda: restricted.list_namespaced_pod(namespace),
                  lambda: restricted.patch_node(some_node, {"metadata": {"labels": {"x": "y"}}})):
@@ -236,10 +236,10 @@ NFD_LABELS = {
 }
 
 
-def test_real_gpu_operator_reconciles_clusterpolicy_to_ready(testbed, core_v1, custom_objects, api_client):
+def test_real_gpu_operator_reconciles_clusterpolicy_to_ready(testbed, core, custom, api_client):
     assert testbed.process_running("gpu-operator"), "the testbed did not start the gpu-operator"
     ns = testbed.config.get("cluster", {}).get("operator_namespace", "gpu-operator")
-    gpu_nodes = [n.metadata.name for n in core_v1.list_node(label_selector="gpuops.dev/testbed=true").items
+    gpu_nodes = [n.metadata.name for n in core.list_node(label_selector="gpuops.dev/testbed=true").items
                  if int((n.metadata.annotations or {}).get("gpusim.gpuops.dev/gpus", "0")) > 0]
     assert gpu_nodes
     # NFD labels come from the simulated NFD worker (gpusim); publish them ourselves without it
@@ -247,13 +247,13 @@ def test_real_gpu_operator_reconciles_clusterpolicy_to_ready(testbed, core_v1, c
         assert testbed.process_running("gpusim"), testbed.cli("logs", "gpusim", check=False).stdout
     else:
         for n in gpu_nodes:
-            core_v1.patch_node(n, {"metadata": {"labels": NFD_LABELS}})
+            core.patch_node(n, {"metadata": {"labels": NFD_LABELS}})
     wait_until("NFD pci-10de labels on the GPU nodes", lambda: all(
-        core_v1.read_node(n).metadata.labels.get("feature.node.kubernetes.io/pci-10de.present") == "true"
+        core.read_node(n).metadata.labels.get("feature.node.kubernetes.io/pci-10de.present") == "true"
         for n in gpu_nodes), timeout=60)
 
     cp = clusterpolicy_example()
-    custom_objects.create_cluster_custom_object("nvidia.com", "v1", "clusterpolicies", cp)
+    custom.create_cluster_custom_object("nvidia.com", "v1", "clusterpolicies", cp)
     try:
         apps = kubernetes.client.AppsV1Api(api_client)
 
@@ -269,7 +269,7 @@ def test_real_gpu_operator_reconciles_clusterpolicy_to_ready(testbed, core_v1, c
         assert any(name.startswith("nvidia-driver-daemonset") for name in ds), sorted(ds)
 
         def state():
-            obj = custom_objects.get_cluster_custom_object("nvidia.com", "v1", "clusterpolicies", cp["metadata"]["name"])
+            obj = custom.get_cluster_custom_object("nvidia.com", "v1", "clusterpolicies", cp["metadata"]["name"])
             return (obj.get("status") or {}).get("state")
 
         try:
@@ -282,7 +282,7 @@ def test_real_gpu_operator_reconciles_clusterpolicy_to_ready(testbed, core_v1, c
                         f"gpu-operator log tail:\n{log}")
         # the operator labelled the GPU nodes for its operands and the DaemonSets run on them
         for n in gpu_nodes:
-            labels = core_v1.read_node(n).metadata.labels
+            labels = core.read_node(n).metadata.labels
             assert labels.get("nvidia.com/gpu.present") == "true", (n, labels)
             assert labels.get("nvidia.com/gpu.deploy.device-plugin") == "true", (n, labels)
 
@@ -294,4 +294,4 @@ def test_real_gpu_operator_reconciles_clusterpolicy_to_ready(testbed, core_v1, c
 
         wait_until("the device plugin DaemonSet available on every GPU node", plugin_everywhere, timeout=90)
     finally:
-        custom_objects.delete_cluster_custom_object("nvidia.com", "v1", "clusterpolicies", cp["metadata"]["name"])
+        custom.delete_cluster_custom_object("nvidia.com", "v1", "clusterpolicies", cp["metadata"]["name"])

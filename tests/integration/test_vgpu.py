@@ -6,7 +6,7 @@ import base64
 import json
 
 import pytest
-from kubernetes import client, config as kconfig
+from kubernetes import client
 
 from policy_helpers import ensure_cluster_policy
 from role_cases import (all_unchanged, assert_secret_free, config_maps_text, failures, run_role, wait_for)
@@ -20,21 +20,6 @@ REGISTRY = 'registry.example.com:5000'
 AUTH = base64.b64encode(('%s:%s' % (USER, PASSWORD)).encode()).decode()
 SECRETS = (TOKEN.strip(), base64.b64encode(TOKEN.encode()).decode(), PASSWORD, AUTH)
 CP = ('nvidia.com', 'v1', 'clusterpolicies')
-
-
-@pytest.fixture(scope='module')
-def api(testbed):
-    return kconfig.new_client_from_config(config_file=testbed.kubeconfig)
-
-
-@pytest.fixture(scope='module')
-def core(api):
-    return client.CoreV1Api(api)
-
-
-@pytest.fixture(scope='module')
-def custom(api):
-    return client.CustomObjectsApi(api)
 
 
 @pytest.fixture(scope='module', autouse=True)
