@@ -12,6 +12,7 @@ from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
 
 import copy
+import json
 
 from ansible.module_utils.basic import AnsibleModule
 
@@ -25,6 +26,11 @@ except ImportError:  # pragma: no cover - reported by GpuModule
     AnsibleK8SModule = None
     get_api_client = None
     HAS_KUBERNETES_CORE = False
+
+try:
+    from kubernetes.dynamic.exceptions import DynamicApiError
+except ImportError:  # pragma: no cover - AnsibleK8SModule reports missing kubernetes
+    DynamicApiError = Exception
 
 try:
     from kubernetes.client import ApiClient, CoreV1Api, CustomObjectsApi, PolicyV1Api
@@ -101,6 +107,9 @@ def run_module(module, run, input_errors=(), partial_errors=()):
         result = run(conn, module.params, module.check_mode)
     except input_errors as exc:
         module.fail_json(msg=str(exc), changed=False)
+    except DynamicApiError as exc:
+        summary = exc.summary() if hasattr(exc, 'summary') else str(exc)
+        module.fail_json(msg='Kubernetes API error: %s' % json.dumps(summary), changed=False)
     except partial_errors as exc:
         failed = dict(getattr(exc, 'result', None) or {})
         failed.pop('diff', None)

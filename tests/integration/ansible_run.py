@@ -46,6 +46,26 @@ def run_play(kubeconfig, tasks, check=False, diff=False, extra_env=None, timeout
     return proc.returncode, results, proc.stdout + proc.stderr
 
 
+def changed_tasks(results):
+    """Names of the tasks that changed something (role tasks are reported with and without the role
+    prefix; each counts once). A clean re-run gives []."""
+    return sorted(set(name.split(' : ')[-1] for name, res in results.items() if res.get('changed')))
+
+
+def run_play_stats(kubeconfig, tasks, check=False, diff=False, vars=None):
+    """run_play plus the play's stats (changed/failed counts over every task, role tasks included);
+    the report puts the failed tasks first, so an assertion message shows why a run failed."""
+    rc, results, raw = run_play(kubeconfig, tasks, check=check, diff=diff, vars=vars)
+    try:
+        out = json.loads(raw[raw.index('{'):raw.rindex('}') + 1])
+        stats = out['stats']['localhost']
+        failed = ['%s: %s' % (t['task']['name'], t['hosts']['localhost'].get('msg'))
+                  for p in out['plays'] for t in p['tasks'] if t['hosts'].get('localhost', {}).get('failed')]
+    except (ValueError, KeyError):
+        stats, failed = {}, []
+    return rc, results, stats, '\n'.join(failed) + '\n' + raw[-4000:]
+
+
 def node_facts(core, names=None):
     """What a write by the collection would change on nodes — labels, annotations, cordon, taints —
     without the status heartbeats KWOK keeps writing (resourceVersion moves on its own)."""

@@ -114,22 +114,30 @@ def apps(api_client):
     return kubernetes.client.AppsV1Api(api_client)
 
 
+def create_namespace(core, name, labels=None):
+    """Create a namespace and wait for its default ServiceAccount (pods are only admitted then)."""
+    core.create_namespace({"apiVersion": "v1", "kind": "Namespace",
+                           "metadata": {"name": name, "labels": labels or {}}})
+    wait_until(f"the default ServiceAccount in {name}",
+               lambda: any(sa.metadata.name == "default" for sa in core.list_namespaced_service_account(name).items),
+               60, 0.2)
+    return name
+
+
+def gpu_pod(name, node, limits=None, labels=None):
+    """A pod bound to ``node`` (no scheduler: KWOK runs it whatever the node advertises) that asks for
+    ``limits`` (default one nvidia.com/gpu)."""
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "labels": labels or {"app": name}},
+            "spec": {"nodeName": node, "terminationGracePeriodSeconds": 0,
+                     "containers": [{"name": "cuda", "image": "nvcr.io/nvidia/cuda:12.4.0-base-ubi9",
+                                     "resources": {"limits": limits or {"nvidia.com/gpu": "1"}}}]}}
+
+
 @pytest.fixture
 def namespace(core, request):
     """A fresh namespace per test, deleted afterwards."""
-    import kubernetes
-
     base = re.sub(r"[^a-z0-9]+", "-", request.node.name.lower())[:40].strip("-")
-    name = f"t-{base}-{int(time.time() * 1000) % 1000000}"
-    core.create_namespace(kubernetes.client.V1Namespace(metadata={"name": name}))
-    # pods are only admitted once the namespace's default ServiceAccount exists
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        try:
-            core.read_namespaced_service_account("default", name)
-            break
-        except kubernetes.client.ApiException:
-            time.sleep(0.2)
+    name = create_namespace(core, f"t-{base}-{int(time.time() * 1000) % 1000000}")
     yield name
     core.delete_namespace(name)
 

@@ -9,6 +9,7 @@ import time
 import yaml
 
 from cluster_policy_example import clusterpolicy_example
+from conftest import wait_until
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 CP = ('nvidia.com', 'v1', 'clusterpolicies')
@@ -17,14 +18,8 @@ MANAGED = {'app.kubernetes.io/managed-by': 'gpuops.gpu'}
 
 
 def wait_for(predicate, timeout=120, interval=0.5, what='condition'):
-    end = time.monotonic() + timeout
-    last = None
-    while time.monotonic() < end:
-        last = predicate()
-        if last:
-            return last
-        time.sleep(interval)
-    raise AssertionError('timed out after %ss waiting for %s (last: %r)' % (timeout, what, last))
+    """conftest.wait_until with the predicate first (the order these helpers' callers use)."""
+    return wait_until(what, predicate, timeout, interval)
 
 
 def get_policy(custom, name=POLICY_NAME):

@@ -6,7 +6,6 @@ import glob
 import json
 import os
 import subprocess
-import time
 
 import yaml
 
@@ -25,11 +24,6 @@ def include(role, variables=None, name=None):
 def run_role(kubeconfig, role, variables, check=False, diff=False):
     """(rc, results by task name, raw output) of one role run."""
     return run_play(kubeconfig, [include(role)], check=check, diff=diff, vars=variables)
-
-
-def all_unchanged(results):
-    """Task names whose result reports a change (empty list = a clean re-run)."""
-    return sorted(name for name, res in results.items() if res.get('changed'))
 
 
 def failures(kubeconfig, role, base, cases):
@@ -57,17 +51,6 @@ def assert_secret_free(raw, secrets, where='ansible-playbook output'):
 def config_maps_text(core):
     """Every ConfigMap of the cluster, as one JSON text (to prove secrets never land in one)."""
     return json.dumps([cm.to_dict() for cm in core.list_config_map_for_all_namespaces().items], default=str)
-
-
-def wait_for(predicate, timeout=120, interval=0.5, what='condition'):
-    end = time.monotonic() + timeout
-    last = None
-    while time.monotonic() < end:
-        last = predicate()
-        if last:
-            return last
-        time.sleep(interval)
-    raise AssertionError('timed out after %ss waiting for %s (last: %r)' % (timeout, what, last))
 
 
 def gpu_operator_csv_path():

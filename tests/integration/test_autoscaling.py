@@ -8,6 +8,7 @@ import pytest
 from kubernetes import client, config as kconfig
 
 from ansible_run import run_play
+from role_cases import failures
 from conftest import wait_until
 
 NS = 'openshift-machine-api'
@@ -97,25 +98,21 @@ def test_bad_inputs_fail_before_writing(testbed, api):
                                       label_selector='machine.openshift.io/cluster-api-cluster=ocp')],
         'cpu-machineset': [dict(gpu, name=WORKER_MS, gpus=None)],
     }
-    tasks = []
+    overrides = {}
     for name, machine_sets in cases.items():
         variables = {'autoscaling_machine_sets': [{k: v for k, v in m.items() if v is not None} for m in machine_sets]}
         if name == 'limits-type-mismatch':
             variables['autoscaling_gpu_limits'] = [{'type': 'nvidia-a100-sxm4', 'min': 0, 'max': 16}]
-        tasks.append({'name': name, 'block': [{'name': name + ' role', 'ansible.builtin.include_role': {
-            'name': 'gpuops.gpu.autoscaling'}, 'vars': variables}],
-            'rescue': [{'name': name + ' failed', 'ansible.builtin.debug': {
-                'msg': {'task': '{{ ansible_failed_task.name }}', 'msg': '{{ ansible_failed_result.msg }}'}}}]})
-    rc, results, raw = run_play(testbed.kubeconfig, tasks)
-    assert rc == 0, raw[-3000:]
+        overrides[name] = variables
+    got, raw = failures(testbed.kubeconfig, 'autoscaling', {}, overrides)
     expected = {'resource-name-as-type': "'nvidia.com/gpu' is the name of the GPU resource, not a GPU type",
                 'limits-type-mismatch': 'nvidia-a100-sxm4 matches no GPU MachineSet',
                 'selector-matches-all': 'matches every MachineSet',
                 'cpu-machineset': 'has machine.openshift.io/GPU=0'}
     for name, text in expected.items():
-        out = results[name + ' failed']['msg']
-        assert out['task'].rsplit(' : ', 1)[-1].startswith('Check the inputs before'), out
-        assert text in str(out['msg']), out
+        assert name in got, 'case %s did not fail: %s' % (name, raw[-3000:])
+        assert got[name]['task'].rsplit(' : ', 1)[-1].startswith('Check the inputs before'), got[name]
+        assert text in got[name]['msg'], got[name]
     assert snapshot(api) == before
 
 

@@ -21,7 +21,8 @@ import subprocess
 import pytest
 import yaml
 
-from ansible_run import run_play
+from ansible_run import changed_tasks, run_play
+from conftest import gpu_pod
 from policy_helpers import POLICY_NAME, REPO, ensure_cluster_policy, get_policy, node_writes, wait_for
 
 HAMI_MODULE = 'github.com/Project-HAMi/HAMi'
@@ -169,11 +170,6 @@ def node_labels(core, name):
     return core.read_node(name).metadata.labels or {}
 
 
-def changed_tasks(results):
-    """Names of the tasks that changed something (role tasks are reported with and without the role prefix)."""
-    return sorted(set(name.split(' : ')[-1] for name, res in results.items() if res.get('changed')))
-
-
 # ---------------------------------------------------------------------------------------- tests
 
 def test_refuses_while_the_operator_device_plugin_is_enabled(testbed, core, custom, chart, helm):
@@ -276,12 +272,8 @@ def test_a_value_change_upgrades_the_release(testbed, core, custom, chart, helm)
 # ---------------------------------------------------------------------------------------- removal
 
 def hami_pod(core, name, node, resources):
-    """A pod bound to ``node`` (no scheduler: HAMi's scheduler extender is not running here) that KWOK runs."""
-    core.create_namespaced_pod('default', {
-        'apiVersion': 'v1', 'kind': 'Pod', 'metadata': {'name': name},
-        'spec': {'nodeName': node, 'tolerations': [{'operator': 'Exists'}],
-                 'containers': [{'name': 'cuda', 'image': 'nvcr.io/nvidia/cuda:12.4.1-base-ubuntu22.04',
-                                 'resources': {'limits': resources}}]}})
+    """A pod bound to ``node`` (HAMi's scheduler extender is not running here) that KWOK runs."""
+    core.create_namespaced_pod('default', gpu_pod(name, node, resources))
     wait_for(lambda: core.read_namespaced_pod(name, 'default').status.phase == 'Running', 60, what='pod %s' % name)
 
 

@@ -17,7 +17,7 @@ import yaml
 from kubernetes import client
 
 import conftest
-from ansible_run import run_play
+from ansible_run import run_play_stats
 
 OLM = ('operators.coreos.com', 'v1alpha1')
 GPU_NS = 'nvidia-gpu-operator'
@@ -69,17 +69,7 @@ def testbed(_on_cr_config, testbed):  # noqa: F811 - the conftest fixture, start
 
 
 def play(testbed, tasks, check=False, diff=False, vars=None):
-    """run_play plus the play's stats (changed/failed counts over every task, role tasks included)."""
-    rc, results, raw = run_play(testbed.kubeconfig, tasks, check=check, diff=diff, vars=vars)
-    try:
-        out = json.loads(raw[raw.index('{'):raw.rindex('}') + 1])
-        stats = out['stats']['localhost']
-        failed = ['%s: %s' % (t['task']['name'], t['hosts']['localhost'].get('msg'))
-                  for p in out['plays'] for t in p['tasks'] if t['hosts'].get('localhost', {}).get('failed')]
-    except (ValueError, KeyError):
-        stats, failed = {}, []
-    # failed tasks first: an assertion message shows why a run failed
-    return rc, results, stats, '\n'.join(failed) + '\n' + raw[-4000:]
+    return run_play_stats(testbed.kubeconfig, tasks, check=check, diff=diff, vars=vars)
 
 
 def items(custom, plural, namespace=None, version='v1alpha1', group='operators.coreos.com'):

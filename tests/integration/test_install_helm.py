@@ -7,15 +7,13 @@ reconciles the ClusterPolicy the chart renders, patched by cluster_policy with t
 The NFD worker of the chart does not run on KWOK nodes; the PCI labels come from gpusim's
 simulated nfd-worker (default config: every GPU node), so the label wait passes at once here."""
 
-import json
 import os
 import subprocess
 
 import pytest
-from kubernetes import client, config as kconfig
 
 import conftest
-from ansible_run import run_play
+from ansible_run import run_play_stats
 
 GPU_TOL = {'key': 'nvidia.com/gpu', 'operator': 'Exists', 'effect': 'NoSchedule'}
 DEDICATED = {'key': 'dedicated', 'operator': 'Equal', 'value': 'gpu', 'effect': 'NoSchedule'}
@@ -66,16 +64,7 @@ ROLES = [{'name': 'nfd', 'ansible.builtin.include_role': {'name': 'gpuops.gpu.nf
 
 
 def play(testbed, check=False, vars=None):
-    rc, results, raw = run_play(testbed.kubeconfig, ROLES, check=check, vars=vars)
-    try:
-        out = json.loads(raw[raw.index('{'):raw.rindex('}') + 1])
-        stats = out['stats']['localhost']
-        failed = ['%s: %s' % (t['task']['name'], t['hosts']['localhost'].get('msg'))
-                  for p in out['plays'] for t in p['tasks'] if t['hosts'].get('localhost', {}).get('failed')]
-    except (ValueError, KeyError):
-        stats, failed = {}, []
-    # failed tasks first: an assertion message shows why a run failed
-    return rc, results, stats, '\n'.join(failed) + '\n' + raw[-4000:]
+    return run_play_stats(testbed.kubeconfig, ROLES, check=check, vars=vars)
 
 
 def releases(core):
@@ -87,9 +76,7 @@ def releases(core):
     return out
 
 
-def test_helm_install_then_no_change_and_check_mode(testbed, variables):
-    api = kconfig.new_client_from_config(config_file=testbed.kubeconfig)
-    core, apps, custom = client.CoreV1Api(api), client.AppsV1Api(api), client.CustomObjectsApi(api)
+def test_helm_install_then_no_change_and_check_mode(testbed, variables, core, apps, custom):
 
     rc, _results, _stats, raw = play(testbed, vars=variables)
     assert rc == 0, raw

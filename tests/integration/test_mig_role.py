@@ -1,14 +1,12 @@
 """The gpuops.gpu.mig role on the virtual GPU cluster, with the real gpu-operator reconciling the
 ClusterPolicy NVIDIA ships as its OLM example: custom configs → ConfigMap → ClusterPolicy → rollout."""
 
-import time
 
 import pytest
 import yaml
-from kubernetes import client, config as kconfig
 
-from ansible_run import facts_diff, node_facts, run_play
-from cluster_policy_example import clusterpolicy_example
+from ansible_run import changed_tasks, facts_diff, node_facts, run_play
+from policy_helpers import ensure_cluster_policy, wait_for
 
 NS = 'gpu-operator'
 CM = 'gpuops-mig-parted-config'
@@ -35,30 +33,16 @@ def role(kubeconfig, variables, check=False, diff=False):
     return run_play(kubeconfig, [task], check=check, diff=diff, vars=variables)
 
 
-def changed_tasks(results):
-    return sorted(name for name, res in results.items() if res.get('changed'))
-
-
 @pytest.fixture(scope='module')
-def apis(testbed):
-    api = kconfig.new_client_from_config(config_file=testbed.kubeconfig)
-    return client.CoreV1Api(api), client.CustomObjectsApi(api)
+def apis(core, custom):
+    return core, custom
 
 
 @pytest.fixture(scope='module', autouse=True)
-def cluster_policy(apis):
-    core, custom = apis
-    custom.create_cluster_custom_object('nvidia.com', 'v1', 'clusterpolicies', clusterpolicy_example())
-    deadline = time.monotonic() + 180
-    while time.monotonic() < deadline:
-        got = custom.get_cluster_custom_object('nvidia.com', 'v1', 'clusterpolicies', 'gpu-cluster-policy')
-        ready = (got.get('status') or {}).get('state') == 'ready'
-        labelled = all((core.read_node(n).metadata.labels or {}).get('nvidia.com/gpu.product')
-                       for n in ('a100-0', 'a100-1', 'h100-0', 'h100-1'))
-        if ready and labelled:
-            return
-        time.sleep(1)
-    pytest.fail('ClusterPolicy not ready / GPU nodes not labelled')
+def cluster_policy(core, custom):
+    ensure_cluster_policy(custom)
+    wait_for(lambda: all((core.read_node(n).metadata.labels or {}).get('nvidia.com/gpu.product')
+                         for n in ('a100-0', 'a100-1', 'h100-0', 'h100-1')), 180, 1, 'GFD labels on the MIG nodes')
 
 
 def snapshot(apis):

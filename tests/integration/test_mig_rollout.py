@@ -13,6 +13,8 @@ import yaml
 from kubernetes import client
 
 from ansible_run import facts_diff, node_facts, run_play
+from conftest import create_namespace, gpu_pod
+from policy_helpers import wait_for
 
 A100 = ['a100-0', 'a100-1']
 MIG_NODES = ['a100-0', 'a100-1', 'h100-0', 'h100-1']
@@ -26,16 +28,6 @@ def policy(api_client):
 
 def labels(core, name):
     return core.read_node(name).metadata.labels or {}
-
-
-def wait_for(predicate, timeout=120, interval=0.5, what='condition'):
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(interval)
-    raise AssertionError('timed out waiting for %s' % what)
 
 
 def rollout(kubeconfig, check=False, diff=False, **args):
@@ -58,20 +50,9 @@ def gpu_nodes_ready(testbed, core):
 
 @pytest.fixture(scope='module')
 def namespace(core):
-    name = 'mig-it'
-    core.create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(name=name)))
-    wait_for(lambda: any(sa.metadata.name == 'default' for sa in core.list_namespaced_service_account(name).items),
-             60, what='default ServiceAccount')
+    name = create_namespace(core, 'mig-it')
     yield name
     core.delete_namespace(name)
-
-
-def gpu_pod(name, node, resource='nvidia.com/gpu', labels_=None):
-    return client.V1Pod(
-        metadata=client.V1ObjectMeta(name=name, labels=labels_ or {'app': name}),
-        spec=client.V1PodSpec(node_name=node, termination_grace_period_seconds=0, containers=[client.V1Container(
-            name='cuda', image='nvcr.io/nvidia/cuda:12.4.0-base-ubi9',
-            resources=client.V1ResourceRequirements(limits={resource: '1'}))]))
 
 
 def assert_clean(core, names):
@@ -166,7 +147,7 @@ def test_bad_input_fails_before_any_write(testbed, core, assignments, extra, fra
 
 def test_gpu_pods_are_evicted_and_pdb_blocks(testbed, core, policy, namespace):
     core.create_namespaced_pod(namespace, gpu_pod('free', 'a100-0'))
-    core.create_namespaced_pod(namespace, gpu_pod('guarded', 'a100-1', labels_={'app': 'guarded'}))
+    core.create_namespaced_pod(namespace, gpu_pod('guarded', 'a100-1', labels={'app': 'guarded'}))
     policy.create_namespaced_pod_disruption_budget(namespace, client.V1PodDisruptionBudget(
         metadata=client.V1ObjectMeta(name='guarded'),
         spec=client.V1PodDisruptionBudgetSpec(min_available=1, selector=client.V1LabelSelector(

@@ -10,6 +10,7 @@ import yaml
 from kubernetes import client, config as kconfig
 
 from ansible_run import run_play
+from role_cases import failures
 from cluster_policy_example import clusterpolicy_example
 from conftest import wait_until
 
@@ -84,22 +85,16 @@ def test_bad_inputs_fail_before_writing(testbed, api):
         'no-such-cluster-policy': {'monitoring_cluster_policy_name': 'not-there'},
         'console-plugin-not-installed': {'monitoring_console_plugin': True},
     }
-    tasks = [{'name': name, 'block': [{'name': name + ' role', 'ansible.builtin.include_role': {
-        'name': 'gpuops.gpu.monitoring'}, 'vars': dict(BASE, **variables)}],
-        'rescue': [{'name': name + ' failed', 'ansible.builtin.debug': {
-            'msg': {'task': '{{ ansible_failed_task.name }}', 'msg': '{{ ansible_failed_result.msg }}'}}}]}
-        for name, variables in cases.items()]
-    rc, results, raw = run_play(testbed.kubeconfig, tasks)
-    assert rc == 0, raw[-3000:]
+    got, raw = failures(testbed.kubeconfig, 'monitoring', BASE, cases)
     expected = {'help-with-comma': 'must not contain a comma',
                 'alert-field-missing': 'DCGM_FI_DEV_XID_ERRORS is missing from the metric list',
                 'no-grafana-namespace': 'the Grafana namespace monitoring does not exist',
                 'no-such-cluster-policy': 'exactly one ClusterPolicy is needed (found 0)',
                 'console-plugin-not-installed': 'the ConsolePlugin console-plugin-nvidia-gpu does not exist'}
     for name, text in expected.items():
-        out = results[name + ' failed']['msg']
-        assert out['task'].rsplit(' : ', 1)[-1].startswith('Check the inputs before'), out
-        assert text in str(out['msg']), out
+        assert name in got, 'case %s did not fail: %s' % (name, raw[-3000:])
+        assert got[name]['task'].rsplit(' : ', 1)[-1].startswith('Check the inputs before'), got[name]
+        assert text in got[name]['msg'], got[name]
     assert snapshot(api) == before
 
 

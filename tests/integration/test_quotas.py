@@ -5,8 +5,9 @@ the simulated GPU feature discovery), idempotency, check mode, bad input, remova
 import pytest
 from kubernetes import client
 
-from ansible_run import run_play
-from policy_helpers import enable_time_slicing, ensure_cluster_policy, wait_for
+from ansible_run import changed_tasks, run_play
+from conftest import create_namespace
+from policy_helpers import enable_time_slicing, ensure_cluster_policy
 
 TEAM = 'gpuops-it/team'
 NAMESPACES = {'qa-a': {}, 'qa-ml-1': {TEAM: 'ml'}, 'qa-ml-2': {TEAM: 'ml'}, 'qa-foreign': {}}
@@ -23,9 +24,7 @@ QUOTAS = [
 @pytest.fixture(scope='module', autouse=True)
 def namespaces(core):
     for name, labels in NAMESPACES.items():
-        core.create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(name=name, labels=labels)))
-    wait_for(lambda: all(any(sa.metadata.name == 'default' for sa in core.list_namespaced_service_account(n).items)
-                         for n in NAMESPACES), 60, what='default ServiceAccounts')
+        create_namespace(core, name, labels)
     # a quota gpuops.gpu did not create: never touched
     core.create_namespaced_resource_quota('qa-foreign', client.V1ResourceQuota(
         metadata=client.V1ObjectMeta(name='gpu-quota'), spec=client.V1ResourceQuotaSpec(hard={'pods': '10'})))
@@ -49,11 +48,6 @@ def versions(core):
     resourceVersion, on its own)."""
     return dict((k, (q.spec.hard, q.spec.scopes, q.metadata.labels, q.metadata.annotations))
                 for k, q in quotas(core).items())
-
-
-def changed_tasks(results):
-    """Names of the tasks that changed something (role tasks are reported with and without the role prefix)."""
-    return sorted(set(name.split(' : ')[-1] for name, res in results.items() if res.get('changed')))
 
 
 # ---------------------------------------------------------------------------------------- tests

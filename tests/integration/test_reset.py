@@ -7,7 +7,8 @@ quotas unless asked; idempotency, check mode, bad input."""
 import pytest
 from kubernetes import client
 
-from ansible_run import run_play
+from ansible_run import changed_tasks, run_play
+from conftest import create_namespace, gpu_pod
 from policy_helpers import enable_time_slicing, ensure_cluster_policy, get_policy, node_writes, wait_for, wait_quiet
 
 MIG_NODES = ['a100-0', 'h100-0']
@@ -40,10 +41,6 @@ def reset(testbed, operator_ns, check=False, **extra):
     return play(testbed.kubeconfig, 'reset', variables, check=check)
 
 
-def changed_tasks(results):
-    return sorted(set(name.split(' : ')[-1] for name, res in results.items() if res.get('changed')))
-
-
 def snapshot(core, custom, operator_ns):
     return {'policy': get_policy(custom)['spec'], 'nodes': node_writes(core),
             'config_maps': dict((c.metadata.name, c.metadata.resource_version)
@@ -66,14 +63,8 @@ def configured(testbed, core, custom, operator_ns):
     assert labels(core, 'a100-0')['nvidia.com/mig.config'] == 'two-3g'
     assert get_policy(custom)['spec']['migManager']['config']['name'] == MIG_CM
     enable_time_slicing(core, custom, operator_ns, SHARED_NODES, replicas=4, cm_name=DP_CM, labels={})
-    core.create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(name=WORKLOAD_NS)))
-    wait_for(lambda: any(sa.metadata.name == 'default' for sa in core.list_namespaced_service_account(WORKLOAD_NS).items),
-             60, what='default ServiceAccount')
-    core.create_namespaced_pod(WORKLOAD_NS, client.V1Pod(
-        metadata=client.V1ObjectMeta(name='trainer'),
-        spec=client.V1PodSpec(node_name='a100-0', termination_grace_period_seconds=0, containers=[client.V1Container(
-            name='cuda', image='nvcr.io/nvidia/cuda:12.4.0-base-ubi9',
-            resources=client.V1ResourceRequirements(limits={'nvidia.com/mig-3g.20gb': '1'}))])))
+    create_namespace(core, WORKLOAD_NS)
+    core.create_namespaced_pod(WORKLOAD_NS, gpu_pod('trainer', 'a100-0', {'nvidia.com/mig-3g.20gb': '1'}))
     wait_for(lambda: core.read_namespaced_pod('trainer', WORKLOAD_NS).status.phase == 'Running', 60, what='GPU pod')
     for name, meta in (('gpu-quota', MANAGED), ('foreign', {})):
         core.create_namespaced_resource_quota(WORKLOAD_NS, client.V1ResourceQuota(

@@ -10,14 +10,14 @@ restarts the plugin, then MIG strategy mixed with time-sliced MIG devices."""
 
 import json
 import os
-import time
 
 import pytest
 import yaml
 from kubernetes import client
 
 from ansible_run import run_play
-from cluster_policy_example import clusterpolicy_example
+from conftest import create_namespace, gpu_pod
+from policy_helpers import ensure_cluster_policy, wait_for
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 NS = 'gpu-operator'
@@ -47,23 +47,10 @@ PER_GROUP = dict(CLUSTER_WIDE, sharing_assignments=[
 
 # ------------------------------------------------------------------------------------------ helpers
 
-def wait_for(predicate, timeout=120, interval=0.5, what='condition'):
-    end = time.monotonic() + timeout
-    last = None
-    while time.monotonic() < end:
-        last = predicate()
-        if last:
-            return last
-        time.sleep(interval)
-    raise AssertionError('timed out waiting for %s (last: %r)' % (what, last))
-
-
 @pytest.fixture(scope='module', autouse=True)
 def operator_ready(testbed, core, custom):
     """The operator's ClusterPolicy, reconciled to ready, and GFD labels on every GPU node."""
-    custom.create_cluster_custom_object('nvidia.com', 'v1', 'clusterpolicies', clusterpolicy_example())
-    wait_for(lambda: (custom.get_cluster_custom_object('nvidia.com', 'v1', 'clusterpolicies', CP).get('status')
-                      or {}).get('state') == 'ready', 240, 1, 'ClusterPolicy ready')
+    ensure_cluster_policy(custom, CP)
     wait_for(lambda: all(labels(core, n).get('nvidia.com/gpu.replicas') for n in GPU_NODES), 120,
              what='GFD labels')
     wait_for(lambda: len(dp_pods(core)) == len(GPU_NODES), 120, what='device-plugin pods')
@@ -243,14 +230,8 @@ def test_bad_inputs_fail_before_any_write(testbed, core, custom):
 
 def test_content_change_restarts_the_plugin_and_changes_capacity(testbed, core):
     ns = 'sharing-it'
-    core.create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(name=ns)))
-    wait_for(lambda: any(sa.metadata.name == 'default' for sa in core.list_namespaced_service_account(ns).items),
-             60, what='default ServiceAccount')
-    core.create_namespaced_pod(ns, client.V1Pod(
-        metadata=client.V1ObjectMeta(name='inference'),
-        spec=client.V1PodSpec(node_name='t4-0', termination_grace_period_seconds=0, containers=[client.V1Container(
-            name='cuda', image='nvcr.io/nvidia/cuda:12.4.0-base-ubi9',
-            resources=client.V1ResourceRequirements(limits={'nvidia.com/gpu': '1'}))])))
+    create_namespace(core, ns)
+    core.create_namespaced_pod(ns, gpu_pod('inference', 't4-0'))
     wait_for(lambda: core.read_namespaced_pod('inference', ns).status.phase == 'Running', 60, what='GPU pod running')
     pods = dp_pods(core)
     # inference profile 4 -> 6 replicas; the MPS profile goes away and the L40S group becomes unshared

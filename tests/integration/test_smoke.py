@@ -6,6 +6,7 @@ import pytest
 from kubernetes import client, config as kconfig
 
 from ansible_run import run_play
+from role_cases import failures
 from cluster_policy_example import clusterpolicy_example
 from conftest import wait_until
 
@@ -67,22 +68,16 @@ def test_bad_inputs_fail_before_writing(testbed, api):
         'bad-namespace': {'smoke_test_namespace': 'Smoke_Test'},
         'bad-toleration': {'smoke_test_tolerations': [{'key': 'dedicated', 'operator': 'Maybe'}]},
     }
-    tasks = [{'name': name, 'block': [{'name': name + ' role', 'ansible.builtin.include_role': {
-        'name': 'gpuops.gpu.smoke_test'}, 'vars': dict(FAST, **variables)}],
-        'rescue': [{'name': name + ' failed', 'ansible.builtin.debug': {
-            'msg': {'task': '{{ ansible_failed_task.name }}', 'msg': '{{ ansible_failed_result.msg }}'}}}]}
-        for name, variables in cases.items()]
-    rc, results, raw = run_play(testbed.kubeconfig, tasks)
-    assert rc == 0, raw[-3000:]
+    got, raw = failures(testbed.kubeconfig, 'smoke_test', FAST, cases)
     expected = {'empty-image': 'smoke_test_image must not be empty',
                 'not-a-gpu-resource': 'amd.com/gpu is not an NVIDIA GPU resource',
                 'bad-namespace': 'Smoke_Test is not a valid namespace name',
                 'bad-toleration': 'operator must be Exists or Equal'}
     for name, text in expected.items():
-        out = results[name + ' failed']['msg']
-        assert out['task'].rsplit(' : ', 1)[-1] in ('Check the inputs before writing anything',
-                                                    'Validate the tolerations (nvidia.com/gpu is always kept)'), out
-        assert text in str(out['msg']), out
+        assert name in got, 'case %s did not fail: %s' % (name, raw[-3000:])
+        assert got[name]['task'].rsplit(' : ', 1)[-1] in (
+            'Check the inputs before writing anything', 'Validate the tolerations (nvidia.com/gpu is always kept)'), got[name]
+        assert text in got[name]['msg'], got[name]
     assert smoke_objects(api) == ([], [], False)
 
 

@@ -16,6 +16,7 @@ from ansible.module_utils import _internal, basic
 from ansible.module_utils.common import warnings as module_warnings
 from ansible.module_utils.common.text.converters import to_bytes
 
+from ansible_collections.gpuops.gpu.plugins.module_utils import k8s_client, taints_cluster
 from ansible_collections.gpuops.gpu.plugins.modules import node_taints
 
 try:
@@ -71,7 +72,7 @@ class FakeResource(object):
             else:
                 annotations[key] = value
         target, source = obj, body
-        path = node_taints.KINDS[self.kind][1]
+        path = taints_cluster.KINDS[self.kind][1]
         for part in path[:-1]:
             target = target.setdefault(part, {})
             source = source[part]
@@ -125,13 +126,13 @@ def machineset(name, taints=None, labels=None):
 def fresh(monkeypatch):
     if hasattr(_internal, 'is_controller'):
         monkeypatch.setattr(_internal, 'is_controller', False)
-    monkeypatch.setattr(node_taints, 'NotFoundError', NotFound)
-    monkeypatch.setattr(node_taints, 'ConflictError', Conflict)
+    monkeypatch.setattr(taints_cluster, 'NotFoundError', NotFound)
+    monkeypatch.setattr(taints_cluster, 'ConflictError', Conflict)
     getattr(module_warnings, '_global_warnings').clear()
 
 
 def run_module(monkeypatch, capsys, args, store, check=False, diff=False):
-    monkeypatch.setattr(node_taints, 'connect', lambda module: FakeConnection(store))
+    monkeypatch.setattr(k8s_client, 'connect', lambda module: FakeConnection(store))
     args = dict(args, _ansible_check_mode=check, _ansible_diff=diff)
     if patch_module_args is not None:
         with patch_module_args(args):
