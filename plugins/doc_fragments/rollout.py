@@ -7,7 +7,7 @@ __metaclass__ = type
 
 
 class ModuleDocFragment(object):
-    """Options of the node rollout engine (plugins/module_utils/node_rollout.py), shared by every
+    """Options of the node rollout engine (plugins/module_utils/rollout/engine.py), shared by every
     module that drives it (mig_rollout, sharing_rollout); the argument spec is
     node_rollout.rollout_argument_spec()."""
 

@@ -4,14 +4,14 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 """Autoscaling filter: validate GPU MachineSet settings and plan the writes of the autoscaling role.
 
-Thin wrapper: the logic lives in module_utils.autoscaling. Documentation is in the sidecar file
+Thin wrapper: the logic lives in module_utils.plans.autoscaling. Documentation is in the sidecar file
 autoscaling_plan.yml.
 """
 
 from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
 
-from ansible_collections.gpuops.gpu.plugins.module_utils import autoscaling
+from ansible_collections.gpuops.gpu.plugins.module_utils.plans import autoscaling
 
 
 def autoscaling_plan(machine_sets, existing_machine_sets=None, existing_machine_autoscalers=None,

@@ -2,7 +2,7 @@
 # Copyright: (c) 2026, gpuops.gpu contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""GPU fleet filters: thin wrapper over module_utils.fleet_table.
+"""GPU fleet filters: thin wrapper over module_utils.gpu.fleet.
 
 Documentation is in the sidecar file gpu_fleet_table.yml.
 """
@@ -12,7 +12,7 @@ __metaclass__ = type
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.gpuops.gpu.plugins.module_utils import fleet_table
+from ansible_collections.gpuops.gpu.plugins.module_utils.gpu import fleet as fleet_table
 
 
 def gpu_fleet_table(nodes, summary=None):

@@ -4,7 +4,7 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 """Filters for removing HAMi (gpuops.gpu.hami with hami_state=absent, gpuops.gpu.reset).
 
-Thin wrapper: the logic lives in module_utils.hami_plan. Documentation is in hami_removal_plan.yml
+Thin wrapper: the logic lives in module_utils.plans.hami. Documentation is in hami_removal_plan.yml
 and hami_releases.yml.
 """
 
@@ -13,7 +13,7 @@ __metaclass__ = type
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.gpuops.gpu.plugins.module_utils import hami_plan
+from ansible_collections.gpuops.gpu.plugins.module_utils.plans import hami as hami_plan
 
 
 def hami_removal_plan(nodes, policies, pods, namespace, release, node_label, policy_name='',

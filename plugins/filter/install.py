@@ -4,7 +4,7 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 """Filter for the install roles: check their variables before the first write.
 
-Thin wrapper over module_utils.install_inputs; documentation in install_input_errors.yml.
+Thin wrapper over module_utils.plans.install; documentation in install_input_errors.yml.
 """
 
 from __future__ import (absolute_import, division, print_function)
@@ -12,7 +12,7 @@ __metaclass__ = type
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.gpuops.gpu.plugins.module_utils import install_inputs
+from ansible_collections.gpuops.gpu.plugins.module_utils.plans import install as install_inputs
 
 
 def install_input_errors(variables, role):

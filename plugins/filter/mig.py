@@ -2,7 +2,7 @@
 # Copyright: (c) 2026, gpuops.gpu contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""MIG filters: thin wrappers over module_utils.mig_catalog / mig_geometry.
+"""MIG filters: thin wrappers over module_utils.gpu.catalog / mig_geometry.
 
 Documentation lives in the sidecar files mig_geometry_errors.yml,
 mig_capacity.yml, mig_profiles.yml and mig_parted_errors.yml.
@@ -13,11 +13,11 @@ __metaclass__ = type
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.gpuops.gpu.plugins.module_utils.mig_catalog import (
+from ansible_collections.gpuops.gpu.plugins.module_utils.gpu.catalog import (
     MigCatalogError,
     require_product,
 )
-from ansible_collections.gpuops.gpu.plugins.module_utils.mig_geometry import (
+from ansible_collections.gpuops.gpu.plugins.module_utils.gpu.geometry import (
     MigGeometryError,
     geometry_errors,
     mig_capacity as _mig_capacity,

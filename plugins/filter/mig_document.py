@@ -7,9 +7,9 @@ __metaclass__ = type
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.gpuops.gpu.plugins.module_utils.gpu_node import LABEL_PRODUCT, base_product
-from ansible_collections.gpuops.gpu.plugins.module_utils.mig_catalog import MigCatalogError
-from ansible_collections.gpuops.gpu.plugins.module_utils.mig_geometry import MigGeometryError, mig_parted_document
+from ansible_collections.gpuops.gpu.plugins.module_utils.gpu.node import LABEL_PRODUCT, base_product
+from ansible_collections.gpuops.gpu.plugins.module_utils.gpu.catalog import MigCatalogError
+from ansible_collections.gpuops.gpu.plugins.module_utils.gpu.geometry import MigGeometryError, mig_parted_document
 
 
 def gpu_base_product(value):

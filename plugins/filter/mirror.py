@@ -4,7 +4,7 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 """Filters for air-gapped installs: the mirror plan, the public-registry check, pull-secret merge.
 
-Thin wrappers: the logic lives in module_utils.mirror_plan and module_utils.image_ref.
+Thin wrappers: the logic lives in module_utils.plans.mirror and module_utils.common.image_ref.
 Documentation is in the sidecar files mirror_plan.yml, public_registry_references.yml and
 docker_config_merge.yml.
 """
@@ -14,7 +14,9 @@ __metaclass__ = type
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.gpuops.gpu.plugins.module_utils import image_ref, mirror_plan as plan_lib
+from ansible_collections.gpuops.gpu.plugins.module_utils.common import image_ref
+
+from ansible_collections.gpuops.gpu.plugins.module_utils.plans import mirror as plan_lib
 
 
 def mirror_plan(config, cluster=None):

@@ -4,7 +4,7 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 """Monitoring filters: validate and render the DCGM exporter metric list (dcgm-metrics.csv).
 
-Thin wrappers: the logic lives in module_utils.dcgm_metrics. Documentation is in the sidecar files
+Thin wrappers: the logic lives in module_utils.plans.monitoring. Documentation is in the sidecar files
 dcgm_metrics_errors.yml and dcgm_metrics_csv.yml.
 """
 
@@ -13,7 +13,7 @@ __metaclass__ = type
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.gpuops.gpu.plugins.module_utils import dcgm_metrics
+from ansible_collections.gpuops.gpu.plugins.module_utils.plans import monitoring as dcgm_metrics
 
 
 def dcgm_metrics_errors(metrics, required_fields=None, console_plugin=False):

@@ -4,7 +4,7 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 """Filters for GPU node placement: taint validation, tolerations for taints, the layer plan.
 
-Thin wrappers over module_utils.tolerations and module_utils.placement; documentation in
+Thin wrappers over module_utils.gpu.tolerations and module_utils.plans.placement; documentation in
 taint_errors.yml, tolerations_for_taints.yml, gpu_node_placement_plan.yml and
 daemonsets_not_ready_for.yml.
 """
@@ -14,7 +14,9 @@ __metaclass__ = type
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.gpuops.gpu.plugins.module_utils import placement, tolerations
+from ansible_collections.gpuops.gpu.plugins.module_utils.plans import placement
+
+from ansible_collections.gpuops.gpu.plugins.module_utils.gpu import tolerations
 
 
 def taint_errors(taints):

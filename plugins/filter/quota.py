@@ -5,7 +5,7 @@
 """Filters for GPU ResourceQuotas: normalise and validate ``spec.hard``, explain, warn about
 time-slicing, plan the quotas of the gpuops.gpu.quotas role.
 
-Thin wrappers: the logic lives in module_utils.quota and module_utils.quota_plan. Documentation
+Thin wrappers: the logic lives in module_utils.gpu.quota and module_utils.plans.quota. Documentation
 is in the sidecar files gpu_quota_hard.yml, gpu_quota_errors.yml, gpu_quota_notes.yml,
 gpu_quota_timeslicing_warnings.yml, gpu_quota_replicas.yml and gpu_quota_plan.yml.
 """
@@ -15,7 +15,9 @@ __metaclass__ = type
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.gpuops.gpu.plugins.module_utils import quota, quota_plan
+from ansible_collections.gpuops.gpu.plugins.module_utils.gpu import quota
+
+from ansible_collections.gpuops.gpu.plugins.module_utils.plans import quota as quota_plan
 
 
 def gpu_quota_hard(hard):

@@ -4,7 +4,7 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 """Filter for the gpuops.gpu.reset role: what to reset, decided before anything is written.
 
-Thin wrapper: the logic lives in module_utils.reset_plan. Documentation is in gpu_reset_plan.yml and
+Thin wrapper: the logic lives in module_utils.plans.reset. Documentation is in gpu_reset_plan.yml and
 gpu_reset_pending.yml.
 """
 
@@ -13,7 +13,7 @@ __metaclass__ = type
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.gpuops.gpu.plugins.module_utils import reset_plan
+from ansible_collections.gpuops.gpu.plugins.module_utils.plans import reset as reset_plan
 
 
 def gpu_reset_plan(nodes, policies, config_maps=None, scope=None, wanted=None, mig=True, sharing=True,

@@ -5,7 +5,7 @@
 """Filters for GPU sharing: validate a device-plugin config or named profiles, render the
 device-plugin ConfigMap data, predict capacity, merge tolerations.
 
-Thin wrappers: the logic lives in module_utils.sharing_config and module_utils.tolerations.
+Thin wrappers: the logic lives in module_utils.gpu.sharing and module_utils.gpu.tolerations.
 Documentation is in the sidecar files sharing_config_errors.yml, sharing_profile_errors.yml,
 sharing_profiles_data.yml, sharing_capacity.yml and merge_tolerations.yml.
 """
@@ -15,7 +15,9 @@ __metaclass__ = type
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.gpuops.gpu.plugins.module_utils import sharing_config, tolerations
+from ansible_collections.gpuops.gpu.plugins.module_utils.gpu import sharing as sharing_config
+
+from ansible_collections.gpuops.gpu.plugins.module_utils.gpu import tolerations
 
 
 def sharing_config_errors(config, mig_strategy=None, compute_capability=None):

@@ -4,7 +4,7 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 """Filter for vGPU licensing: validation, gridd.conf and the ClusterPolicy patch.
 
-Thin wrapper over module_utils.vgpu_licensing; documentation in vgpu_plan.yml.
+Thin wrapper over module_utils.plans.vgpu; documentation in vgpu_plan.yml.
 """
 
 from __future__ import (absolute_import, division, print_function)
@@ -12,7 +12,7 @@ __metaclass__ = type
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.gpuops.gpu.plugins.module_utils import vgpu_licensing
+from ansible_collections.gpuops.gpu.plugins.module_utils.plans import vgpu as vgpu_licensing
 
 
 def vgpu_plan(config, cluster=None):

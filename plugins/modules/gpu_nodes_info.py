@@ -312,8 +312,8 @@ api_requests:
   sample: 2
 '''
 
-from ansible_collections.gpuops.gpu.plugins.module_utils import gpu_inventory
-from ansible_collections.gpuops.gpu.plugins.module_utils.k8s_client import argument_spec, connect, gpu_module
+from ansible_collections.gpuops.gpu.plugins.module_utils.ops import inventory as gpu_inventory
+from ansible_collections.gpuops.gpu.plugins.module_utils.k8s.client import argument_spec, connect, gpu_module
 
 
 def main():

@@ -265,9 +265,9 @@ run_id:
 import os
 import time
 
-from ansible_collections.gpuops.gpu.plugins.module_utils import smoke_test as S
-from ansible_collections.gpuops.gpu.plugins.module_utils.k8s_client import argument_spec, connect, gpu_module
-from ansible_collections.gpuops.gpu.plugins.module_utils.smoke_runner import SmokeRunner
+from ansible_collections.gpuops.gpu.plugins.module_utils.plans import smoke as S
+from ansible_collections.gpuops.gpu.plugins.module_utils.k8s.client import argument_spec, connect, gpu_module
+from ansible_collections.gpuops.gpu.plugins.module_utils.ops.smoke import SmokeRunner
 
 try:
     from kubernetes.client import BatchV1Api

@@ -182,9 +182,9 @@ duration_s:
   type: float
 '''
 
-from ansible_collections.gpuops.gpu.plugins.module_utils.k8s_client import argument_spec, gpu_module, run_module
-from ansible_collections.gpuops.gpu.plugins.module_utils.mig_cluster import InputError, RolloutFailed, run
-from ansible_collections.gpuops.gpu.plugins.module_utils.node_rollout import rollout_argument_spec
+from ansible_collections.gpuops.gpu.plugins.module_utils.k8s.client import argument_spec, gpu_module, run_module
+from ansible_collections.gpuops.gpu.plugins.module_utils.rollout.mig import InputError, RolloutFailed, run
+from ansible_collections.gpuops.gpu.plugins.module_utils.rollout.engine import rollout_argument_spec
 
 
 def main():

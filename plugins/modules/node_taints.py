@@ -189,8 +189,8 @@ changed_objects:
   sample: ["Node/a100-0", "MachineSet/gpu-a100"]
 '''
 
-from ansible_collections.gpuops.gpu.plugins.module_utils.k8s_client import argument_spec, gpu_module, run_module
-from ansible_collections.gpuops.gpu.plugins.module_utils.taints_cluster import InputError, run
+from ansible_collections.gpuops.gpu.plugins.module_utils.k8s.client import argument_spec, gpu_module, run_module
+from ansible_collections.gpuops.gpu.plugins.module_utils.ops.taints import InputError, run
 
 
 def main():

@@ -234,8 +234,8 @@ duration_s:
   type: float
 '''
 
-from ansible_collections.gpuops.gpu.plugins.module_utils.k8s_client import argument_spec, gpu_module, run_module
-from ansible_collections.gpuops.gpu.plugins.module_utils.olm_cluster import InputError, InstallFailed, run
+from ansible_collections.gpuops.gpu.plugins.module_utils.k8s.client import argument_spec, gpu_module, run_module
+from ansible_collections.gpuops.gpu.plugins.module_utils.ops.olm import InputError, InstallFailed, run
 
 
 def main():

@@ -221,10 +221,10 @@ duration_s:
   type: float
 '''
 
-from ansible_collections.gpuops.gpu.plugins.module_utils.k8s_client import argument_spec, gpu_module, run_module
-from ansible_collections.gpuops.gpu.plugins.module_utils.node_rollout import rollout_argument_spec
-from ansible_collections.gpuops.gpu.plugins.module_utils.sharing_cluster import InputError, RolloutFailed, run
-from ansible_collections.gpuops.gpu.plugins.module_utils.sharing_target import RESTART_SELECTOR
+from ansible_collections.gpuops.gpu.plugins.module_utils.k8s.client import argument_spec, gpu_module, run_module
+from ansible_collections.gpuops.gpu.plugins.module_utils.rollout.engine import rollout_argument_spec
+from ansible_collections.gpuops.gpu.plugins.module_utils.rollout.sharing import InputError, RolloutFailed, run
+from ansible_collections.gpuops.gpu.plugins.module_utils.rollout.sharing_kind import RESTART_SELECTOR
 
 
 def main():

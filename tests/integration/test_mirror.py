@@ -11,8 +11,8 @@ import pytest
 import yaml
 from kubernetes import client
 
-from ansible_collections.gpuops.gpu.plugins.module_utils.image_ref import public_registry_references
-from ansible_collections.gpuops.gpu.plugins.module_utils.mirror_plan import mirror_plan
+from ansible_collections.gpuops.gpu.plugins.module_utils.common.image_ref import public_registry_references
+from ansible_collections.gpuops.gpu.plugins.module_utils.plans.mirror import mirror_plan
 from ansible_run import changed_tasks
 from policy_helpers import ensure_cluster_policy, wait_for
 from role_cases import (assert_secret_free, config_maps_text, failures, gpu_operator_csv_path, run_role)

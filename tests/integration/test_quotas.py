@@ -94,7 +94,7 @@ def test_the_normalised_quota_is_enforced(core):
     assert exc.value.status == 403 and 'exceeded quota' in exc.value.body
 
 
-# more bad quota input is covered by tests/unit/plugins/module_utils/test_quota_plan.py (pure, no cluster)
+# more bad quota input is covered by tests/unit/plugins/module_utils/plans/test_quota.py (pure, no cluster)
 BAD = [
     ([{'namespace': 'qa-a', 'hard': {'limits.nvidia.com/gpu': 4}}], {}, 'use requests.nvidia.com/gpu'),
     ([{'namespace': 'qa-missing', 'hard': {'requests.nvidia.com/gpu': 1}}], {}, "namespace 'qa-missing' not found"),

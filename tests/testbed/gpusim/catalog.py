@@ -1,4 +1,4 @@
-"""GPU facts: the collection's plugins/module_utils/mig_catalog.py, loaded BY PATH.
+"""GPU facts: the collection's plugins/module_utils/gpu/catalog.py, loaded BY PATH.
 
 Only the data (products, profile sizes/placements/counts, memory) is taken from it. Placement
 decisions are made by gpusim.placement, never by the collection's validator (mig_geometry.py).
@@ -10,7 +10,7 @@ import os
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
 REPO_ROOT = os.path.abspath(os.path.join(_HERE, "..", "..", ".."))
-DEFAULT_PATH = os.path.join(REPO_ROOT, "plugins", "module_utils", "mig_catalog.py")
+DEFAULT_PATH = os.path.join(REPO_ROOT, "plugins", "module_utils", "gpu", "catalog.py")
 
 
 @functools.lru_cache(maxsize=4)

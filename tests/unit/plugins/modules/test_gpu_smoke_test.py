@@ -15,7 +15,7 @@ from ansible.module_utils.common import warnings as module_warnings
 from ansible.module_utils.common.text.converters import to_bytes
 
 from ansible_collections.gpuops.gpu.plugins.modules import gpu_smoke_test
-from ansible_collections.gpuops.gpu.tests.unit.plugins.module_utils.test_smoke_test import FLEET, FakeCluster
+from ansible_collections.gpuops.gpu.tests.unit.plugins.module_utils.plans.test_smoke import FLEET, FakeCluster
 
 try:
     from ansible.module_utils.testing import patch_module_args

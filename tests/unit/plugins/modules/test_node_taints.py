@@ -16,7 +16,9 @@ from ansible.module_utils import _internal, basic
 from ansible.module_utils.common import warnings as module_warnings
 from ansible.module_utils.common.text.converters import to_bytes
 
-from ansible_collections.gpuops.gpu.plugins.module_utils import k8s_client, taints_cluster
+from ansible_collections.gpuops.gpu.plugins.module_utils.k8s import client as k8s_client
+
+from ansible_collections.gpuops.gpu.plugins.module_utils.ops import taints as taints_cluster
 from ansible_collections.gpuops.gpu.plugins.modules import node_taints
 
 try:

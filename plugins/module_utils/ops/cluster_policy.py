@@ -1,0 +1,271 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, gpuops.gpu contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Cluster side of ``gpuops.gpu.cluster_policy``: read the ClusterPolicies and the CRD schema,
+validate, server-side dry-run the change (types, enums and unknown fields are refused by the
+apiserver itself before anything is stored), write only what differs, wait for ``ready``.
+The merge logic is in ``cluster_policy.py`` (pure)."""
+
+from __future__ import (absolute_import, division, print_function)
+__metaclass__ = type
+
+import copy
+import json
+import time
+
+from ansible_collections.gpuops.gpu.plugins.module_utils.plans import cluster_policy as cp
+
+try:
+    from kubernetes.client.rest import ApiException
+except ImportError:  # pragma: no cover - AnsibleK8SModule reports missing kubernetes
+    ApiException = Exception
+
+GROUP, VERSION, PLURAL = 'nvidia.com', 'v1', 'clusterpolicies'
+CRD_NAME = 'clusterpolicies.nvidia.com'
+FIELD_MANAGER = 'gpuops.gpu'
+# After a change, 'ready' counts only once the operator had this long to see it (the ClusterPolicy
+# status has no observedGeneration, so a 'ready' read right after the write may be the old one).
+SETTLE_SECONDS = 5.0
+
+
+class InputError(Exception):
+    """Bad input: nothing was written."""
+
+
+class NotReady(Exception):
+    """The ClusterPolicy was written but did not become ready in time."""
+
+    def __init__(self, msg, result):
+        Exception.__init__(self, msg)
+        self.result = result
+
+
+def api_message(exc):
+    """The apiserver's own message from an ApiException (the 'message' of its Status body)."""
+    try:
+        return json.loads(exc.body).get('message') or str(exc.reason)
+    except (TypeError, ValueError, AttributeError):
+        return str(getattr(exc, 'reason', exc))
+
+
+class PolicyApply(object):
+    def __init__(self, conn, params, check_mode, sleep=time.sleep, clock=time.monotonic):
+        self.conn = conn
+        self.params = params
+        self.check_mode = check_mode
+        self.sleep = sleep
+        self.clock = clock
+        self.warnings = []
+        self.requests = 0
+
+    # --- reads -----------------------------------------------------------------------------
+
+    def _list_policies(self):
+        self.requests += 1
+        try:
+            return self.conn.custom.list_cluster_custom_object(GROUP, VERSION, PLURAL).get('items') or [], True
+        except ApiException as exc:
+            if exc.status == 404:
+                return [], False
+            raise
+
+    def _get(self, name):
+        self.requests += 1
+        try:
+            return self.conn.custom.get_cluster_custom_object(GROUP, VERSION, PLURAL, name)
+        except ApiException as exc:
+            if exc.status == 404:
+                return None
+            raise
+
+    def _schema(self):
+        self.requests += 1
+        try:
+            crd = self.conn.custom.get_cluster_custom_object('apiextensions.k8s.io', 'v1',
+                                                             'customresourcedefinitions', CRD_NAME)
+        except ApiException as exc:
+            if exc.status in (401, 403, 404):
+                return None
+            raise
+        return cp.spec_schema(crd)
+
+    # --- writes (dry run first) ------------------------------------------------------------
+
+    def _create(self, body, dry_run):
+        self.requests += 1
+        kwargs = {'field_manager': FIELD_MANAGER, 'field_validation': 'Strict'}
+        if dry_run:
+            kwargs['dry_run'] = 'All'
+        return self.conn.custom.create_cluster_custom_object(GROUP, VERSION, PLURAL, body, **kwargs)
+
+    def _patch(self, name, patch, dry_run):
+        self.requests += 1
+        kwargs = {'field_manager': FIELD_MANAGER, 'field_validation': 'Strict'}
+        if dry_run:
+            kwargs['dry_run'] = 'All'
+        return self.conn.custom.patch_cluster_custom_object(GROUP, VERSION, PLURAL, name, {'spec': patch}, **kwargs)
+
+    # --- run -------------------------------------------------------------------------------
+
+    def run(self):
+        started = self.clock()
+        params = self.params
+        overrides = params.get('overrides') or {}
+        errors = cp.input_errors(overrides, params.get('tolerations'))
+        if errors:
+            raise InputError('nothing was changed; fix these first: ' + ' | '.join(errors))
+        try:
+            base_name, base_spec = cp.base_policy(params.get('alm_examples'), params.get('base'))
+        except ValueError as exc:
+            raise InputError('%s; nothing was changed' % exc)
+        policies, crd_present = self._list_policies()
+        name = params.get('name') or (policies[0]['metadata']['name'] if len(policies) == 1 else None) \
+            or base_name or cp.DEFAULT_NAME
+        if params['state'] == 'absent':
+            return self._absent(name, policies, started)
+        if not crd_present and not self.check_mode:
+            raise InputError('the ClusterPolicy API (nvidia.com/v1) is not served: install the GPU operator first '
+                             '(gpuops.gpu.olm_operator or its Helm chart); nothing was changed')
+        other = cp.other_policy_error(policies, name)
+        if other:
+            raise InputError(other + '; nothing was changed')
+        existing = next((p for p in policies if p['metadata']['name'] == name), None)
+        schema = self._schema() if crd_present else None
+        self._validate(schema, base_spec, existing)
+
+        before = copy.deepcopy((existing or {}).get('spec')) if existing else None
+        try:
+            if existing is None:
+                result = self._plan_create(name, base_spec, crd_present)
+            else:
+                result = self._plan_patch(existing)
+        except ValueError as exc:
+            raise InputError('%s; nothing was changed' % exc)
+        result.update({'name': name, 'api_requests': self.requests, 'warnings': self.warnings})
+        result['diff'] = {'before': {'spec': before} if before is not None else {},
+                          'after': {'spec': result['spec']} if result['changed'] else ({'spec': before} if before else {})}
+        if params['wait'] and not self.check_mode:
+            policy = self._wait_ready(name, result)
+            result['state'] = cp.policy_state(policy)
+        else:
+            result['state'] = cp.policy_state(existing) if existing else ''
+        result['api_requests'] = self.requests
+        result['duration_s'] = round(self.clock() - started, 2)
+        return result
+
+    def _validate(self, schema, base_spec, existing):
+        overrides = self.params.get('overrides') or {}
+        if schema:
+            errors = cp.input_errors(overrides, self.params.get('tolerations'), schema)
+            if errors:
+                raise InputError('nothing was changed; fix these first (checked against the ClusterPolicy CRD of '
+                                 'this cluster): ' + ' | '.join(errors))
+            base_errors = cp.schema_errors(base_spec, schema, 'base')
+            if base_errors and (existing is None or self.params['replace']):
+                self.warnings.append('the base ClusterPolicy has fields this cluster\'s CRD does not know (the '
+                                     'apiserver will refuse them; use a base that matches the operator version): '
+                                     + ' | '.join(base_errors))
+        if existing is not None and cp.gpu_toleration_missing(existing.get('spec') or {}) \
+                and not cp.user_tolerations(overrides, self.params.get('tolerations')):
+            self.warnings.append('ClusterPolicy %s has daemonsets.tolerations without nvidia.com/gpu: the operands do '
+                                 'not schedule on GPU nodes tainted nvidia.com/gpu; it is added back'
+                                 % existing['metadata']['name'])
+
+    def _plan_create(self, name, base_spec, crd_present):
+        spec = cp.desired_spec(base_spec, self.params.get('overrides'), self.params.get('tolerations'))
+        body = {'apiVersion': cp.API_VERSION, 'kind': cp.KIND,
+                'metadata': {'name': name, 'labels': {'app.kubernetes.io/managed-by': 'gpuops.gpu'}},
+                'spec': spec}
+        if crd_present:
+            try:
+                dry = self._create(body, dry_run=True)
+            except ApiException as exc:
+                raise InputError('the apiserver refuses this ClusterPolicy (server-side dry run): %s; nothing was '
+                                 'changed' % api_message(exc))
+            spec = dry.get('spec') or spec
+            if not self.check_mode:
+                self._create(body, dry_run=False)
+        else:
+            self.warnings.append('the ClusterPolicy API is not served yet (the operator is not installed); '
+                                 'this is the ClusterPolicy that would be created')
+        return {'changed': True, 'created': True, 'patch': spec, 'spec': spec}
+
+    def _plan_patch(self, existing):
+        current = existing.get('spec') or {}
+        name = existing['metadata']['name']
+        if self.params['replace']:
+            _base_name, base_spec = cp.base_policy(self.params.get('alm_examples'), self.params.get('base'))
+            wanted = cp.desired_spec(base_spec, self.params.get('overrides'), self.params.get('tolerations'))
+            patch = cp.replace_patch(current, wanted)
+        else:
+            patch = cp.patch_for_existing(current, self.params.get('overrides'), self.params.get('tolerations'))
+        if not patch:
+            return {'changed': False, 'created': False, 'patch': {}, 'spec': current}
+        try:
+            dry = self._patch(name, patch, dry_run=True)
+        except ApiException as exc:
+            raise InputError('the apiserver refuses this change to ClusterPolicy %s (server-side dry run): %s; '
+                             'nothing was changed' % (name, api_message(exc)))
+        after = dry.get('spec') or cp.apply_patch(current, patch)
+        if after == current:
+            return {'changed': False, 'created': False, 'patch': {}, 'spec': current}
+        if not self.check_mode:
+            stored = self._patch(name, patch, dry_run=False)
+            after = stored.get('spec') or after
+        return {'changed': True, 'created': False, 'patch': patch, 'spec': after}
+
+    def _absent(self, name, policies, started):
+        existing = next((p for p in policies if p['metadata']['name'] == name), None)
+        result = {'name': name, 'changed': existing is not None, 'created': False, 'patch': {},
+                  'spec': {}, 'state': '', 'warnings': self.warnings,
+                  'diff': {'before': {'spec': (existing or {}).get('spec')} if existing else {}, 'after': {}}}
+        if existing is not None and not self.check_mode:
+            self.requests += 1
+            try:
+                self.conn.custom.delete_cluster_custom_object(GROUP, VERSION, PLURAL, name)
+            except ApiException as exc:
+                if exc.status != 404:
+                    raise
+        result['api_requests'] = self.requests
+        result['duration_s'] = round(self.clock() - started, 2)
+        return result
+
+    def _wait_ready(self, name, result):
+        start = self.clock()
+        deadline = start + self.params['wait_timeout']
+        settle = SETTLE_SECONDS if result['changed'] else 0.0
+        policy = None
+        while True:
+            policy = self._get(name) or policy
+            state = cp.policy_state(policy)
+            now = self.clock()
+            if state == 'ready' and now - start >= settle:
+                return policy
+            if state == 'ignored':
+                raise NotReady('ClusterPolicy %s is ignored by the GPU operator (it reconciles another '
+                               'ClusterPolicy); keep a single ClusterPolicy' % name, self._partial(result, policy))
+            if now >= deadline:
+                reason = cp.not_ready_reason(policy)
+                raise NotReady('ClusterPolicy %s is not ready after %ss (state %s%s); check the operator and its '
+                               'operand pods in the operator namespace%s'
+                               % (name, self.params['wait_timeout'], state or 'not set yet',
+                                  ', %s' % reason if reason else '',
+                                  ' %s' % (policy.get('status') or {}).get('namespace')
+                                  if (policy or {}).get('status', {}).get('namespace') else ''),
+                               self._partial(result, policy))
+            self.sleep(self.params['poll_interval'])
+
+    def _partial(self, result, policy):
+        out = dict(result)
+        out['state'] = cp.policy_state(policy)
+        out['api_requests'] = self.requests
+        return out
+
+
+def run(conn, params, check_mode, sleep=time.sleep):
+    """Returns the result dict; raises InputError (nothing written) or NotReady."""
+    return PolicyApply(conn, params, check_mode, sleep=sleep).run()
+
+
+__all__ = ['run', 'InputError', 'NotReady', 'PolicyApply']

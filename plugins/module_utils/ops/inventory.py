@@ -1,0 +1,147 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, gpuops.gpu contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""GPU fleet inventory: the cluster reads behind ``gpuops.gpu.gpu_nodes_info``.
+
+Everything is read with LIST calls, never one request per node:
+
+* one node list (server-side ``label_selector``; a ``metadata.name`` field selector when exactly
+  one name is asked for),
+* at most one pod list: cluster-wide with the field selector
+  ``spec.nodeName!=,status.phase!=Succeeded,status.phase!=Failed`` (bound, non-terminal pods: what
+  the scheduler counts), or ``spec.nodeName=<node>,...`` when a single node is selected, or none
+  at all when no node is selected or pods are not wanted.
+
+Lists are paginated (``limit``/``continue``) so a large cluster is read in pages of
+``PAGE_SIZE`` objects; the number of requests grows with the number of objects / ``PAGE_SIZE``,
+not with the number of nodes. Responses are decoded as plain JSON (no client model objects), which
+is what the pure helpers in ``gpu_node`` take.
+
+The API object passed in is a ``kubernetes.client.CoreV1Api`` (or anything with the same
+``list_node`` / ``list_pod_for_all_namespaces`` signature); this file imports no client library.
+"""
+
+from __future__ import (absolute_import, division, print_function)
+__metaclass__ = type
+
+import json
+
+from ansible_collections.gpuops.gpu.plugins.module_utils.gpu import node as gpu_node
+
+PAGE_SIZE = 500
+
+
+class InventoryError(Exception):
+    """A list call failed; the message says which and why."""
+
+
+def api_error_message(exc):
+    """Short text for an API exception: ``<status> <reason>: <message from the body>``."""
+    status = getattr(exc, 'status', None)
+    if status is None:
+        return str(exc)
+    text = '%s %s' % (status, getattr(exc, 'reason', '') or '')
+    body = getattr(exc, 'body', None)
+    if body:
+        try:
+            message = json.loads(body).get('message')
+        except (TypeError, ValueError, AttributeError):
+            message = None
+        if message:
+            text += ': %s' % message
+    return text.strip()
+
+
+def _decode(response):
+    data = getattr(response, 'data', response)
+    if isinstance(data, bytes):
+        data = data.decode('utf-8')
+    if isinstance(data, str):
+        return json.loads(data)
+    if isinstance(data, dict):
+        return data
+    raise InventoryError('unexpected API response type: %s' % type(data).__name__)
+
+
+class Lister(object):
+    """Paginated LIST calls that count the requests they make."""
+
+    def __init__(self, page_size=PAGE_SIZE):
+        self.page_size = page_size
+        self.requests = 0
+
+    def _call(self, method, what, kwargs):
+        """One request; returns ``(data, None)`` or ``(None, exception)``."""
+        self.requests += 1
+        try:
+            return _decode(method(_preload_content=False, **kwargs)), None
+        except InventoryError:
+            raise
+        except Exception as exc:  # ApiException, urllib3 and socket errors alike
+            return None, exc
+
+    def list(self, method, what, **kwargs):
+        """All items of a list call, following ``continue`` tokens.
+
+        A 410 Gone while paging (the continue token expired during a very large list) restarts
+        the list once as a single unpaginated request.
+        """
+        items = []
+        token = None
+        while True:
+            page = dict(kwargs, limit=self.page_size)
+            if token:
+                page['_continue'] = token
+            data, exc = self._call(method, what, page)
+            if exc is not None and token and getattr(exc, 'status', None) == 410:
+                data, exc = self._call(method, what, kwargs)
+                items = []
+                token = None
+            if exc is not None:
+                raise InventoryError('Could not list %s: %s' % (what, api_error_message(exc)))
+            items.extend(data.get('items') or [])
+            token = (data.get('metadata') or {}).get('continue')
+            if not token:
+                return items
+
+
+def list_nodes(core, lister, label_selector=None, names=None):
+    """The nodes, filtered server-side by label selector (and by name when exactly one)."""
+    kwargs = {}
+    if label_selector:
+        kwargs['label_selector'] = label_selector
+    unique = sorted(set(names or []))
+    if len(unique) == 1:
+        kwargs['field_selector'] = 'metadata.name=%s' % unique[0]
+    return lister.list(core.list_node, 'nodes', **kwargs)
+
+
+def list_pods(core, lister, node_names):
+    """Bound, non-terminal pods of the given nodes: one list for all of them, none for no node."""
+    if not node_names:
+        return []
+    if len(node_names) == 1:
+        selector = 'spec.nodeName=%s,%s' % (node_names[0], gpu_node.ACTIVE_POD_FIELD_SELECTOR)
+    else:
+        selector = gpu_node.BOUND_ACTIVE_POD_FIELD_SELECTOR
+    return lister.list(core.list_pod_for_all_namespaces, 'pods', field_selector=selector)
+
+
+def gather(core, label_selector=None, names=None, include_pods=True, only_gpu_nodes=True,
+           page_size=PAGE_SIZE):
+    """Read the fleet and shape it: ``nodes``, ``summary``, ``not_found``, ``not_gpu``,
+    ``api_requests``. Raises InventoryError when a list call fails."""
+    lister = Lister(page_size=page_size)
+    nodes = list_nodes(core, lister, label_selector=label_selector, names=names)
+    selected, not_found, not_gpu = gpu_node.select_nodes(nodes, names=names, only_gpu_nodes=only_gpu_nodes)
+    pods = None
+    if include_pods:
+        pods = list_pods(core, lister, sorted(n['metadata']['name'] for n in selected))
+    infos = gpu_node.fleet_info(selected, pods)
+    return {
+        'nodes': infos,
+        'summary': gpu_node.fleet_summary(infos),
+        'not_found': not_found,
+        'not_gpu': not_gpu,
+        'api_requests': lister.requests,
+    }

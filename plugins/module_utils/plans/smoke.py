@@ -1,0 +1,319 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, gpuops.gpu contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""GPU smoke test, pure part: which cases to run, the Job of a case, how a case ended, the table.
+
+A *case* is one GPU resource the cluster advertises, grouped by ``product`` (default: the
+``nvidia.com/gpu.product`` label, which GFD suffixes with ``-MIG-<profile>`` and ``-SHARED``, so full,
+shared and MIG devices of one model are separate cases), by ``resource`` or by ``node``. A case with
+no schedulable capacity (0 allocatable, nodes cordoned or not Ready, every unit in use) is kept in
+the result with the reason: it is reported, never hidden.
+
+The input ``nodes`` is the ``nodes`` list of ``gpuops.gpu.gpu_nodes_info``.
+"""
+
+from __future__ import (absolute_import, division, print_function)
+__metaclass__ = type
+
+import copy
+import hashlib
+import re
+
+from ansible_collections.gpuops.gpu.plugins.module_utils.gpu.fleet import short_resource
+
+LABEL_PRODUCT = 'nvidia.com/gpu.product'
+GROUP_BY = ('product', 'resource', 'node')
+RUN_LABEL = 'gpuops.gpu/smoke-test'
+NAME_LABEL = 'app.kubernetes.io/name'
+APP_NAME = 'gpuops-smoke-test'
+MANAGED_BY_LABEL = 'app.kubernetes.io/managed-by'
+ANN_RESOURCE = 'gpuops.gpu/resource'
+ANN_PRODUCT = 'gpuops.gpu/product'
+ANN_NODE = 'gpuops.gpu/node'
+
+PLANNED = 'planned'
+PASSED = 'passed'
+FAILED = 'failed'
+UNSCHEDULABLE = 'unschedulable'
+TIMEOUT = 'timeout'
+ERROR = 'error'
+NO_CAPACITY = 'no-capacity'
+NOT_ADVERTISED = 'not-advertised'
+NOT_RUN = (NO_CAPACITY, NOT_ADVERTISED)
+PROBLEMS = (FAILED, UNSCHEDULABLE, TIMEOUT, ERROR)
+
+# Accepted by the OpenShift restricted-v2 SCC (which also assigns a non-root UID) and the baseline pod
+# security standard. No runAsNonRoot: the CUDA sample images run as root where no SCC assigns a UID.
+DEFAULT_SECURITY_CONTEXT = {
+    'allowPrivilegeEscalation': False,
+    'capabilities': {'drop': ['ALL']},
+    'seccompProfile': {'type': 'RuntimeDefault'},
+}
+
+
+def _case_key(resource, node, group_by):
+    if group_by == 'resource':
+        return (resource, None, None)
+    if group_by == 'node':
+        return (resource, node.get('product_label'), node.get('name'))
+    return (resource, node.get('product_label'), None)
+
+
+def plan_cases(nodes, resources=None, exclude_resources=None, group_by='product'):
+    """The cases to run, sorted (resource, product, node); see the module docstring."""
+    if group_by not in GROUP_BY:
+        raise ValueError('group_by must be one of %s, got %r' % (', '.join(GROUP_BY), group_by))
+    wanted = set(resources or [])
+    excluded = set(exclude_resources or [])
+    cases = {}
+    for node in nodes or []:
+        names = set(node.get('capacity') or {}) | set(node.get('allocatable') or {})
+        for resource in names:
+            if resource in excluded or (wanted and resource not in wanted):
+                continue
+            key = _case_key(resource, node, group_by)
+            case = cases.setdefault(key, {
+                'resource': resource, 'product': key[1], 'node': key[2], 'nodes': [],
+                'capacity': 0, 'allocatable': 0, 'free': 0, 'schedulable_nodes': [],
+                'cordoned': [], 'not_ready': [], 'free_known': True})
+            _add_node(case, node, resource)
+    out = [_finish(case) for case in cases.values()]
+    advertised = set(c['resource'] for c in out)
+    for resource in sorted(wanted - advertised - excluded):
+        out.append({'resource': resource, 'product': None, 'node': None, 'nodes': [], 'capacity': 0,
+                    'allocatable': 0, 'free': 0, 'schedulable_nodes': [], 'status': NOT_ADVERTISED,
+                    'reason': 'no node advertises %s' % resource})
+    out.sort(key=lambda c: (_resource_order(c['resource']), c['product'] or '', c['node'] or ''))
+    for index, case in enumerate(out):
+        case['id'] = index
+    return out
+
+
+def _resource_order(name):
+    short = short_resource(name)
+    return (0 if short == 'gpu' else 1 if short.startswith('gpu') else 2, short)
+
+
+def _add_node(case, node, resource):
+    capacity = int((node.get('capacity') or {}).get(resource, 0) or 0)
+    allocatable = int((node.get('allocatable') or {}).get(resource, 0) or 0)
+    free_map = node.get('free')
+    if free_map is None:
+        free = allocatable
+        case['free_known'] = False
+    else:
+        free = int(free_map.get(resource, 0) or 0)
+    case['nodes'].append(node.get('name'))
+    case['capacity'] += capacity
+    case['allocatable'] += allocatable
+    if allocatable <= 0:
+        return
+    if node.get('unschedulable'):
+        case['cordoned'].append(node.get('name'))
+        return
+    if node.get('ready') is False:
+        case['not_ready'].append(node.get('name'))
+        return
+    case['free'] += max(free, 0)
+    if free > 0:
+        case['schedulable_nodes'].append(node.get('name'))
+
+
+def _finish(case):
+    case = dict(case)
+    cordoned, not_ready = case.pop('cordoned'), case.pop('not_ready')
+    free_known = case.pop('free_known')
+    case['nodes'] = sorted(case['nodes'])
+    case['schedulable_nodes'] = sorted(case['schedulable_nodes'])
+    if case['schedulable_nodes']:
+        case['status'], case['reason'] = PLANNED, ''
+    elif case['allocatable'] <= 0:
+        case['status'] = NO_CAPACITY
+        case['reason'] = ('in the capacity of %s but 0 allocatable (device plugin not running, devices unhealthy '
+                          'or a MIG change in progress)' % ', '.join(case['nodes']))
+    else:
+        reasons = []
+        if cordoned:
+            reasons.append('cordoned: %s' % ', '.join(sorted(cordoned)))
+        if not_ready:
+            reasons.append('not Ready: %s' % ', '.join(sorted(not_ready)))
+        if not reasons:
+            reasons.append('every allocatable unit is requested by pods' if free_known else 'no free unit')
+        case['status'], case['reason'] = NO_CAPACITY, '; '.join(reasons)
+    return case
+
+
+def job_name(case, prefix='gpuops-smoke'):
+    """A DNS-1123 name of at most 52 characters (pod names add 6, the job-name label allows 63)."""
+    parts = [short_resource(case['resource']), case.get('product') or '', case.get('node') or '']
+    slug = re.sub(r'[^a-z0-9]+', '-', '-'.join(p for p in parts if p).lower()).strip('-')
+    digest = hashlib.sha256(repr((case['resource'], case.get('product'), case.get('node'))).encode()).hexdigest()[:5]
+    head = '%s-%s' % (prefix, case['id'])
+    room = 52 - len(head) - len(digest) - 2
+    slug = slug[:max(room, 0)].strip('-')
+    return '-'.join(p for p in (head, slug, digest) if p)
+
+
+def affinity(case):
+    """Required node affinity that pins the case to its product or node."""
+    if case.get('node'):
+        term = {'matchFields': [{'key': 'metadata.name', 'operator': 'In', 'values': [case['node']]}]}
+    elif case.get('product'):
+        term = {'matchExpressions': [{'key': LABEL_PRODUCT, 'operator': 'In', 'values': [case['product']]}]}
+    else:
+        return None
+    return {'nodeAffinity': {'requiredDuringSchedulingIgnoredDuringExecution': {'nodeSelectorTerms': [term]}}}
+
+
+def job_manifest(case, namespace, image, run_id, command=None, args=None, tolerations=None,
+                 image_pull_secrets=None, image_pull_policy='IfNotPresent', security_context=None,
+                 node_selector=None, active_deadline_seconds=300, ttl_seconds_after_finished=600):
+    """The Job that requests one unit of the case's resource."""
+    labels = {NAME_LABEL: APP_NAME, MANAGED_BY_LABEL: 'gpuops.gpu', RUN_LABEL: run_id}
+    annotations = {ANN_RESOURCE: case['resource']}
+    if case.get('product'):
+        annotations[ANN_PRODUCT] = case['product']
+    if case.get('node'):
+        annotations[ANN_NODE] = case['node']
+    container = {
+        'name': 'smoke',
+        'image': image,
+        'imagePullPolicy': image_pull_policy,
+        'resources': {'limits': {case['resource']: 1}},
+        'securityContext': copy.deepcopy(DEFAULT_SECURITY_CONTEXT if security_context is None else security_context),
+    }
+    if command:
+        container['command'] = list(command)
+    if args:
+        container['args'] = list(args)
+    pod_spec = {
+        'restartPolicy': 'Never',
+        'terminationGracePeriodSeconds': 5,
+        'automountServiceAccountToken': False,
+        'containers': [container],
+    }
+    pinned = affinity(case)
+    if pinned:
+        pod_spec['affinity'] = pinned
+    if tolerations:
+        pod_spec['tolerations'] = copy.deepcopy(tolerations)
+    if node_selector:
+        pod_spec['nodeSelector'] = dict(node_selector)
+    if image_pull_secrets:
+        pod_spec['imagePullSecrets'] = [{'name': s} for s in image_pull_secrets]
+    return {
+        'apiVersion': 'batch/v1', 'kind': 'Job',
+        'metadata': {'name': job_name(case), 'namespace': namespace, 'labels': dict(labels),
+                     'annotations': dict(annotations)},
+        'spec': {
+            'backoffLimit': 0,
+            'activeDeadlineSeconds': int(active_deadline_seconds),
+            'ttlSecondsAfterFinished': int(ttl_seconds_after_finished),
+            'template': {'metadata': {'labels': dict(labels), 'annotations': dict(annotations)}, 'spec': pod_spec},
+        },
+    }
+
+
+# --- results ------------------------------------------------------------------------------------
+
+def _conditions(obj):
+    return dict((c.get('type'), c) for c in ((obj or {}).get('status') or {}).get('conditions') or [])
+
+
+STUCK_WAITING_REASONS = ('ErrImagePull', 'ImagePullBackOff', 'InvalidImageName', 'CreateContainerConfigError',
+                         'CreateContainerError', 'CrashLoopBackOff')
+
+
+def pod_state(pod):
+    """(phase, reason, message) of a smoke pod, with the most telling reason available."""
+    status = (pod or {}).get('status') or {}
+    phase = status.get('phase') or 'Pending'
+    for cstatus in status.get('containerStatuses') or []:
+        state = cstatus.get('state') or {}
+        if state.get('waiting') and state['waiting'].get('reason') in STUCK_WAITING_REASONS:
+            return phase, state['waiting']['reason'], state['waiting'].get('message') or ''
+        if state.get('terminated') and phase == 'Failed':
+            term = state['terminated']
+            return phase, term.get('reason') or 'Error', 'exit code %s' % term.get('exitCode')
+    scheduled = _conditions(pod).get('PodScheduled')
+    if phase == 'Pending' and scheduled and scheduled.get('status') == 'False':
+        return phase, scheduled.get('reason') or 'Unschedulable', scheduled.get('message') or ''
+    return phase, status.get('reason') or '', status.get('message') or ''
+
+
+def classify(job, pods, wait_for='completion', stuck=False):
+    """(status or None while still running, detail, node) for one case's Job and its pods."""
+    pods = sorted(pods or [], key=lambda p: ((p.get('metadata') or {}).get('creationTimestamp') or ''))
+    pod = pods[-1] if pods else None
+    node = ((pod or {}).get('spec') or {}).get('nodeName')
+    conds = _conditions(job)
+    if (conds.get('Complete') or {}).get('status') == 'True':
+        return PASSED, 'completed', node
+    failed = conds.get('Failed') or {}
+    if failed.get('status') == 'True':
+        detail = failed.get('reason') or 'Failed'
+        if pod is not None:
+            _phase, reason, message = pod_state(pod)
+            if reason:
+                detail = '%s: %s %s' % (detail, reason, message)
+        return FAILED, detail.strip(), node
+    if pod is None:
+        return None, 'no pod yet', None
+    phase, reason, message = pod_state(pod)
+    if phase == 'Succeeded':
+        return PASSED, 'completed', node
+    if phase == 'Failed':
+        return FAILED, ('%s %s' % (reason, message)).strip() or 'pod failed', node
+    if phase == 'Running' and wait_for == 'running':
+        return PASSED, 'running (not waited for completion)', node
+    if stuck and reason in STUCK_WAITING_REASONS:
+        return FAILED, ('%s %s' % (reason, message)).strip(), node
+    if stuck and phase == 'Pending' and reason == 'Unschedulable':
+        return UNSCHEDULABLE, message or reason, node
+    return None, ('%s %s' % (phase, reason)).strip(), node
+
+
+def check_log(log, expect_output):
+    """(ok, note): whether the expected text is in the pod log."""
+    if not expect_output:
+        return True, ''
+    if log is None:
+        return True, 'log not available, output not checked'
+    if expect_output in log:
+        return True, "output has '%s'" % expect_output
+    return False, "output lacks '%s'" % expect_output
+
+
+def summarise(cases):
+    counts = {}
+    for case in cases:
+        counts[case['status']] = counts.get(case['status'], 0) + 1
+    return counts
+
+
+COLUMNS = (
+    ('RESOURCE', lambda c: short_resource(c['resource'])),
+    ('PRODUCT', lambda c: c.get('product') or '-'),
+    ('NODES', lambda c: str(len(c.get('nodes') or []))),
+    ('ALLOC', lambda c: str(c.get('allocatable', 0))),
+    ('FREE', lambda c: str(c.get('free', 0))),
+    ('RESULT', lambda c: c['status'].upper()),
+    ('RAN ON', lambda c: c.get('ran_on') or '-'),
+    ('SECS', lambda c: '-' if c.get('seconds') is None else '%.0f' % c['seconds']),
+    ('DETAIL', lambda c: c.get('detail') or c.get('reason') or ''),
+)
+
+
+def table(cases):
+    """Fixed-width text table, one row per case, then a totals line."""
+    rows = [[h for h, _f in COLUMNS]] + [[f(c) for _h, f in COLUMNS] for c in cases]
+    widths = [max(len(r[i]) for r in rows) for i in range(len(COLUMNS) - 1)]
+    lines = []
+    for row in rows:
+        cells = [row[i].ljust(widths[i]) for i in range(len(widths))] + [row[-1]]
+        lines.append('  '.join(cells).rstrip())
+    counts = summarise(cases)
+    lines.append('')
+    lines.append('%d cases: %s' % (len(cases), ', '.join('%s %d' % (k, counts[k]) for k in sorted(counts)) or 'none'))
+    return '\n'.join(lines)

@@ -1,0 +1,134 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, gpuops.gpu contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""What a MIG rollout wants from one node, decided from the node dict alone (pure, no I/O).
+
+The node_rollout engine asks a *target kind* four questions: is the node already there, which
+label patch moves it, how far it has got, and what allocatable to expect at the end. This is the
+MIG answer (labels from nvidia-facts.md §2.3); sharing has its own.
+"""
+
+from __future__ import (absolute_import, division, print_function)
+__metaclass__ = type
+
+from ansible_collections.gpuops.gpu.plugins.module_utils.gpu import node as gn
+from ansible_collections.gpuops.gpu.plugins.module_utils.gpu.catalog import get_product
+from ansible_collections.gpuops.gpu.plugins.module_utils.gpu.geometry import (
+    MigGeometryError, config_capacity)
+
+ANN_PHYSICAL_GPUS = 'gpuops.gpu/physical-gpus'
+STATE_SUCCESS = 'success'
+STATE_FAILED = 'failed'
+STATE_PENDING = 'pending'
+STATE_REBOOTING = 'rebooting'
+
+
+class MigKind(object):
+    """MIG configuration through the ``nvidia.com/mig.config`` label.
+
+    ``document`` is the mig-parted document the operator's MIG manager reads, or None for the
+    operator's built-in configs. ``strategy`` is the ClusterPolicy ``mig.strategy``.
+    """
+
+    label = gn.LABEL_MIG_CONFIG
+    name = 'mig'
+
+    def __init__(self, document, strategy, overrides=None):
+        self.document = document
+        self.strategy = strategy
+        self.overrides = overrides
+
+    # ------------------------------------------------------------------ node facts
+    @staticmethod
+    def labels(node):
+        return (node.get('metadata') or {}).get('labels') or {}
+
+    def product(self, node):
+        return gn.base_product(self.labels(node).get(gn.LABEL_PRODUCT))
+
+    def physical_gpus(self, node):
+        """Physical GPUs on the node. In MIG single strategy GFD counts MIG devices, so divide by
+        the instances per GPU of the config that is applied; remembered in an annotation."""
+        ann = (node.get('metadata') or {}).get('annotations') or {}
+        if ann.get(ANN_PHYSICAL_GPUS, '').isdigit():
+            return int(ann[ANN_PHYSICAL_GPUS])
+        labels = self.labels(node)
+        try:
+            count = int(labels.get(gn.LABEL_COUNT, ''))
+        except ValueError:
+            return None
+        product_label = labels.get(gn.LABEL_PRODUCT, '')
+        current = labels.get(gn.LABEL_MIG_CONFIG)
+        if '-MIG-' not in product_label or not current:
+            return count
+        try:
+            per_gpu = sum(config_capacity(self.document, current, self.product(node), 1, 'mixed',
+                                          self.overrides).values())
+        except MigGeometryError:
+            return None
+        return count // per_gpu if per_gpu else None
+
+    # ------------------------------------------------------------------ engine questions
+    def validate(self, node, value):
+        """Reasons why ``value`` cannot be applied to ``node`` (empty list when it can)."""
+        name = node['metadata']['name']
+        product = self.product(node)
+        if not product:
+            return ["node %s has no %s label: GPU feature discovery has not labelled it yet (is the GPU operator "
+                    "ready on it?)" % (name, gn.LABEL_PRODUCT)]
+        entry = get_product(product, self.overrides)
+        if entry is None:
+            return ["node %s: GPU product '%s' is not in the MIG catalog; describe it with mig_catalog_overrides"
+                    % (name, product)]
+        if not entry['mig_capable'] and value != 'all-disabled':
+            return ["node %s: %s is not MIG capable; only 'all-disabled' can be applied" % (name, product)]
+        gpus = self.physical_gpus(node)
+        if not gpus:
+            return ["node %s: cannot tell how many GPUs it has (label %s)" % (name, gn.LABEL_COUNT)]
+        try:
+            config_capacity(self.document, value, product, gpus, self.strategy, self.overrides)
+        except MigGeometryError as exc:
+            return ["node %s (%d x %s, mig strategy %s): %s" % (name, gpus, product, self.strategy, exc)]
+        return []
+
+    def at_target(self, node, value):
+        labels = self.labels(node)
+        return labels.get(gn.LABEL_MIG_CONFIG) == value and labels.get(gn.LABEL_MIG_STATE) == STATE_SUCCESS
+
+    def needs_label(self, node, value):
+        """A patch is needed unless the label already asks for ``value`` and the MIG manager has not
+        given up on it (re-setting the same value does nothing: it has to be cycled)."""
+        labels = self.labels(node)
+        return labels.get(gn.LABEL_MIG_CONFIG) != value or labels.get(gn.LABEL_MIG_STATE) == STATE_FAILED
+
+    def label_patch(self, value):
+        """Set the config and clear the old state in ONE patch, so a stale ``success`` can never be
+        read as the result of this change."""
+        return {gn.LABEL_MIG_CONFIG: value, gn.LABEL_MIG_STATE: None}
+
+    def clear_patch(self):
+        return {gn.LABEL_MIG_CONFIG: None, gn.LABEL_MIG_STATE: None}
+
+    def progress(self, node, value):
+        """('done'|'wait'|'failed'|'rebooting', detail) for a node whose label was set to value."""
+        labels = self.labels(node)
+        if labels.get(gn.LABEL_MIG_CONFIG) != value:
+            return 'failed', ("label %s was changed to '%s' by someone else during the rollout"
+                              % (gn.LABEL_MIG_CONFIG, labels.get(gn.LABEL_MIG_CONFIG)))
+        state = labels.get(gn.LABEL_MIG_STATE)
+        if state == STATE_FAILED:
+            return 'failed', ("the MIG manager reported %s=failed for config '%s' (see the nvidia-mig-manager pod "
+                              "log on the node)" % (gn.LABEL_MIG_STATE, value))
+        if state == STATE_REBOOTING:
+            return 'rebooting', 'node is rebooting to change the MIG mode'
+        if state == STATE_SUCCESS:
+            paused = [k for k, v in labels.items()
+                      if k.startswith(gn.DEPLOY_LABEL_PREFIX) and v == gn.PAUSED_FOR_MIG]
+            if paused:
+                return 'wait', 'success, but %s still %s' % (', '.join(sorted(paused)), gn.PAUSED_FOR_MIG)
+            return 'done', 'success'
+        return 'wait', 'state %s' % (state or 'not reported yet')
+
+    def expected_allocatable(self, node, value):
+        gpus = self.physical_gpus(node)
+        return config_capacity(self.document, value, self.product(node), gpus, self.strategy, self.overrides)

@@ -1,0 +1,200 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, gpuops.gpu contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Cluster side of a GPU sharing rollout: read what the device plugin's config-manager will read
+(ClusterPolicy ``devicePlugin.config`` and ``mig.strategy``, the device-plugin ConfigMap), validate
+every assignment against it BEFORE any write, then hand the work to the node_rollout engine with
+the sharing kind (sharing_target.SharingKind)."""
+
+from __future__ import (absolute_import, division, print_function)
+__metaclass__ = type
+
+import time
+
+from ansible_collections.gpuops.gpu.plugins.module_utils.gpu import node as gn
+from ansible_collections.gpuops.gpu.plugins.module_utils.rollout.mig import InputError, read_cluster_policy
+from ansible_collections.gpuops.gpu.plugins.module_utils.rollout.engine import (
+    ANN_TARGET, NodeRollout, RolloutFailed, resolve_assignments)
+from ansible_collections.gpuops.gpu.plugins.module_utils.rollout.batches import parse_max_unavailable
+from ansible_collections.gpuops.gpu.plugins.module_utils.gpu.sharing import (
+    profile_errors, render_profiles, sharing_strategy)
+from ansible_collections.gpuops.gpu.plugins.module_utils.rollout.sharing_kind import (
+    DEFAULT, RESERVED, RESTART_SELECTOR, SharingKind, normalise_value)
+
+try:
+    import yaml
+except ImportError:  # pragma: no cover - AnsibleK8SModule reports missing PyYAML
+    yaml = None
+try:
+    from kubernetes.client.rest import ApiException
+except ImportError:  # pragma: no cover - AnsibleK8SModule reports missing kubernetes
+    ApiException = Exception
+
+
+def read_profiles(rollout, config_map, namespace):
+    """{key: text} of the device-plugin ConfigMap."""
+    try:
+        cm = rollout._call(rollout.conn.core.read_namespaced_config_map, config_map, namespace)
+    except ApiException as exc:
+        if exc.status == 404:
+            raise InputError("device-plugin ConfigMap %s/%s not found (ClusterPolicy devicePlugin.config.name names "
+                             "it; without it the device plugin cannot start); create it first (the gpuops.gpu.sharing "
+                             "role does) or pass profiles" % (namespace, config_map))
+        raise
+    return dict(cm.get('data') or {})
+
+
+def parse_texts(texts):
+    configs = {}
+    for key, text in texts.items():
+        try:
+            configs[key] = yaml.safe_load(text) or {}
+        except yaml.YAMLError:
+            configs[key] = None
+        if configs[key] is not None and not isinstance(configs[key], dict):
+            configs[key] = None
+    return configs
+
+
+def resolve(items, nodes):
+    """Node → profile. Explicit profiles first; ``default`` assignments only cover the nodes no
+    explicit assignment names (so 'every GPU node follows the default, except ...' is expressible)."""
+    explicit, fallback, errors = {}, {}, []
+    for index, item in enumerate(items):
+        item = dict(item, profile=normalise_value(item.get('profile')))
+        out, errs = resolve_assignments([item], nodes, 'profile')
+        errors.extend(e.replace('assignments[0]', 'assignments[%d]' % index, 1) for e in errs)
+        target = fallback if item['profile'] == DEFAULT else explicit
+        for name, value in out.items():
+            if target.get(name, value) != value:
+                errors.append("node %s is assigned both '%s' and '%s'" % (name, target[name], value))
+            target[name] = value
+    for name, value in fallback.items():
+        explicit.setdefault(name, value)
+    return explicit, errors
+
+
+def pick_unshared(kind, wanted):
+    """The profile set on nodes that must be unshared while the default shares GPUs."""
+    if wanted:
+        if wanted not in kind.configs:
+            raise InputError("unshared_profile '%s' is not a key of the device-plugin ConfigMap" % wanted)
+        if not kind.is_unshared_key(wanted):
+            raise InputError("unshared_profile '%s' shares GPUs (or is not valid YAML)" % wanted)
+        return wanted
+    candidates = sorted(k for k in kind.configs if kind.is_unshared_key(k))
+    return candidates[0] if candidates else None
+
+
+def wait_for_strategy(rollout, kind, nodes, assignments, params):
+    """Right after the ClusterPolicy's mig.strategy changed, GFD still reports the old one for a few
+    seconds: re-read the nodes until the assigned ones caught up (or state_timeout)."""
+    deadline = time.monotonic() + params['state_timeout']
+    while any(n in nodes and kind.strategy_lags(nodes[n]) for n in assignments) and time.monotonic() < deadline:
+        time.sleep(params['poll_interval'])
+        nodes = dict((n['metadata']['name'], n) for n in rollout.list_nodes())
+    return nodes
+
+
+def run(conn, params, check_mode, log=None):
+    """Validate everything, then roll out. Returns the result dict; raises InputError (nothing
+    written) or RolloutFailed (with a partial result)."""
+    started = time.monotonic()
+    opts = dict(params)
+    opts['check_mode'] = check_mode
+    rollout = NodeRollout(conn, None, opts, log=log)
+    namespace = params['operator_namespace']
+
+    policy = read_cluster_policy(rollout, params.get('cluster_policy'))
+    if policy is None:
+        raise InputError('no ClusterPolicy found: GPU sharing is configured through the GPU operator\'s device '
+                         'plugin; install the operator first (or name the ClusterPolicy with cluster_policy)')
+    spec = policy.get('spec') or {}
+    plugin = spec.get('devicePlugin') or {}
+    if plugin.get('enabled') is False:
+        raise InputError("ClusterPolicy %s has devicePlugin.enabled=false: the NVIDIA device plugin does not run, so "
+                         "nothing can be shared through it" % policy['metadata']['name'])
+    strategy = params.get('mig_strategy') or (spec.get('mig') or {}).get('strategy') or 'single'
+    plugin_config = plugin.get('config') or {}
+    config_map = params.get('config_map') or plugin_config.get('name') or ''
+    default_key = params.get('default_profile')
+    if default_key is None:
+        default_key = plugin_config.get('default') or ''
+    if default_key in RESERVED:
+        raise InputError("default profile '%s' is a reserved word (none = unshared, default = follow the "
+                         "default); name the profile differently" % default_key)
+
+    if params.get('profiles') is not None:
+        errors = profile_errors(params['profiles'], strategy) if params['profiles'] else []
+        errors += ["profile name '%s' is reserved (none = unshared, default = follow the default profile)" % name
+                   for name in params['profiles'] if name in RESERVED]
+        if not config_map:
+            errors.append('profiles are given but no config_map (and the ClusterPolicy has no devicePlugin.config.name)')
+        if errors:
+            raise InputError('nothing was changed; fix these first: ' + ' | '.join(errors))
+        texts = render_profiles(params['profiles'], strategy) if params['profiles'] else {}
+    elif config_map:
+        texts = read_profiles(rollout, config_map, namespace)
+    else:
+        texts = {}
+    configs = parse_texts(texts)
+    kind = SharingKind(texts, configs, default_key, strategy, namespace, configured=bool(config_map),
+                       restart_selector=params.get('restart_pod_selector') or RESTART_SELECTOR,
+                       overrides=params.get('mig_catalog_overrides'))
+    kind.unshared_key = pick_unshared(kind, params.get('unshared_profile'))
+    rollout.kind = kind
+
+    kind.strict_strategy = not check_mode
+    nodes = dict((n['metadata']['name'], n) for n in rollout.list_nodes())
+    assignments, errors = resolve(params['assignments'], nodes)
+    if not check_mode:
+        nodes = wait_for_strategy(rollout, kind, nodes, assignments, params)
+    for name in sorted(n for n, value in assignments.items() if value == DEFAULT and not kind.product(nodes[n])):
+        # not labelled by GFD yet (a new node): with no label it follows the default anyway
+        kind.warnings.append('node %s has no GPU feature discovery labels yet; it follows the default profile '
+                             'once its device plugin starts, and is verified on the next run' % name)
+        del assignments[name]
+    if config_map and default_key and default_key not in configs:
+        errors.append("the default profile '%s' is not a key of the device-plugin ConfigMap %s (profiles: %s): every "
+                      "GPU node without a %s label would fail"
+                      % (default_key, config_map, ', '.join(sorted(configs)) or 'none', kind.label))
+    for name in sorted(assignments):
+        errors.extend(kind.validate(nodes[name], assignments[name]))
+    for name in sorted(nodes):
+        if name in assignments:
+            continue
+        ann = (nodes[name]['metadata'].get('annotations') or {}).get(ANN_TARGET, '')
+        if ann.startswith(kind.label + '='):  # left by a killed run: it is resumed, so check it too
+            errors.extend(kind.validate(nodes[name], ann.split('=', 1)[1]))
+            continue
+        current = (nodes[name]['metadata'].get('labels') or {}).get(kind.label)
+        if current and config_map and current not in configs:
+            errors.append("node %s is labelled %s=%s, which is not a key of the device-plugin ConfigMap: its device "
+                          "plugin fails at the next restart; assign it a profile (or none/default)"
+                          % (name, kind.label, current))
+    try:
+        parse_max_unavailable(params['max_unavailable'], max(len(assignments), 1))
+    except ValueError as exc:
+        errors.append(str(exc))
+    if errors:
+        raise InputError('nothing was changed; fix these first: ' + ' | '.join(errors))
+
+    todo = [n for n in sorted(assignments) if not kind.at_target(nodes[n], assignments[n])]
+    result = rollout.run(assignments, nodes)
+    result['diff'] = {
+        'before': dict((n, {kind.label: kind.labels(nodes[n]).get(kind.label),
+                            'allocatable': gn.gpu_resources((nodes[n].get('status') or {}).get('allocatable'))})
+                       for n in todo),
+        'after': dict((n, {kind.label: kind.desired_label(nodes[n], assignments[n]),
+                           'allocatable': kind.expected_allocatable(nodes[n], assignments[n])}) for n in todo),
+    }
+    result.update({
+        'mig_strategy': strategy, 'config_map': config_map or None, 'default_profile': default_key or None,
+        'unshared_profile': kind.unshared_key, 'assignments': assignments,
+        'profiles': dict((k, sharing_strategy(c) if isinstance(c, dict) else 'invalid') for k, c in configs.items()),
+        'api_requests': rollout.requests, 'duration_s': round(time.monotonic() - started, 2),
+        'warnings': rollout.warnings + kind.warnings})
+    return result
+
+
+__all__ = ['run', 'InputError', 'RolloutFailed']

@@ -1,0 +1,157 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, gpuops.gpu contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""gpu_inventory against a fake CoreV1Api: which LIST calls are made, never a call per node."""
+
+from __future__ import (absolute_import, division, print_function)
+__metaclass__ = type
+
+import copy
+
+import pytest
+
+from ansible_collections.gpuops.gpu.plugins.module_utils.ops import inventory as gpu_inventory
+
+from ansible_collections.gpuops.gpu.plugins.module_utils.gpu import node as gpu_node
+from ansible_collections.gpuops.gpu.tests.unit.plugins.module_utils.gpu_cluster_data import (
+    GPU, NODES, PODS, T4, FakeApiError, FakeCore, ctr, pod,
+)
+
+ACTIVE = 'status.phase!=Succeeded,status.phase!=Failed'
+
+
+def selectors(core):
+    return [(kind, kw.get('label_selector'), kw.get('field_selector')) for kind, kw in core.calls]
+
+
+def test_default_is_one_node_list_and_one_pod_list():
+    core = FakeCore(NODES, PODS)
+    result = gpu_inventory.gather(core)
+    assert selectors(core) == [('NodeList', None, None), ('PodList', None, 'spec.nodeName!=,' + ACTIVE)]
+    assert all(kw['limit'] == 500 and '_continue' not in kw for _kind, kw in core.calls)
+    assert result['api_requests'] == 2
+    assert [n['name'] for n in result['nodes']] == ['a100-0', 'h100-0', 'l40s-0', 'plain-0', 't4-0']
+    # the API server dropped the terminal pods; the result equals the pure computation
+    expected = gpu_node.fleet_info(gpu_node.select_nodes(NODES)[0], PODS)
+    assert result['nodes'] == expected
+    assert result['summary'] == gpu_node.fleet_summary(expected)
+    assert result['summary']['requested'] == {GPU: 6, 'nvidia.com/mig-1g.10gb': 3,
+                                              'nvidia.com/mig-3g.40gb': 1, 'nvidia.com/gpu.shared': 3}
+    assert (result['not_found'], result['not_gpu']) == ([], [])
+
+
+def _fleet(size):
+    nodes, pods = [], []
+    for i in range(size):
+        n = copy.deepcopy(T4)
+        n['metadata']['name'] = 't4-%03d' % i
+        nodes.append(n)
+        pods.append(pod('infer-%03d' % i, n['metadata']['name'], containers=[ctr(limits={GPU: '1'})]))
+    return nodes, pods
+
+
+@pytest.mark.parametrize('size', [1, 50, 499])
+def test_requests_do_not_grow_with_node_count(size):
+    nodes, pods = _fleet(size)
+    core = FakeCore(nodes, pods)
+    result = gpu_inventory.gather(core)
+    assert result['api_requests'] == len(core.calls) == 2
+    assert result['summary']['requested'] == {GPU: size}
+    assert result['summary']['nodes'] == size
+
+
+def test_large_lists_are_paged():
+    nodes, pods = _fleet(250)
+    core = FakeCore(nodes, pods)
+    result = gpu_inventory.gather(core, page_size=100)
+    assert [(kind, kw.get('_continue')) for kind, kw in core.calls] == [
+        ('NodeList', None), ('NodeList', '100'), ('NodeList', '200'),
+        ('PodList', None), ('PodList', '100'), ('PodList', '200')]
+    assert result['api_requests'] == 6
+    assert result['summary']['nodes'] == 250
+    assert result['summary']['requested'] == {GPU: 250}
+    assert result['summary']['gpu_pods'] == 250
+
+
+def test_expired_continue_token_restarts_unpaged():
+    nodes, pods = _fleet(250)
+    core = FakeCore(nodes, pods, fail={('PodList', 2): FakeApiError(410, 'Gone', 'The provided continue parameter is too old')})
+    result = gpu_inventory.gather(core, page_size=100)
+    pod_calls = [kw for kind, kw in core.calls if kind == 'PodList']
+    assert [(kw.get('limit'), kw.get('_continue')) for kw in pod_calls] == [(100, None), (100, '100'), (None, None)]
+    assert result['summary']['requested'] == {GPU: 250}
+
+
+def test_label_selector_goes_to_the_api_server():
+    core = FakeCore(NODES, PODS)
+    result = gpu_inventory.gather(core, label_selector='gpuops.dev/pool=training')
+    assert selectors(core)[0] == ('NodeList', 'gpuops.dev/pool=training', None)
+    assert [n['name'] for n in result['nodes']] == ['a100-0', 'h100-0']
+
+
+def test_one_named_node_narrows_both_lists():
+    core = FakeCore(NODES, PODS)
+    result = gpu_inventory.gather(core, names=['t4-0'])
+    assert selectors(core) == [('NodeList', None, 'metadata.name=t4-0'),
+                               ('PodList', None, 'spec.nodeName=t4-0,' + ACTIVE)]
+    assert [n['name'] for n in result['nodes']] == ['t4-0']
+    assert result['nodes'][0]['gpu_pods'] == ['serving/infer-0', 'serving/infer-1']
+
+
+def test_several_names_one_list_each():
+    core = FakeCore(NODES, PODS)
+    result = gpu_inventory.gather(core, names=['t4-0', 'h100-0', 'cpu-0', 'gone-0'])
+    assert selectors(core) == [('NodeList', None, None), ('PodList', None, 'spec.nodeName!=,' + ACTIVE)]
+    assert [n['name'] for n in result['nodes']] == ['h100-0', 't4-0']
+    assert (result['not_found'], result['not_gpu']) == (['gone-0'], ['cpu-0'])
+
+
+def test_no_selected_node_means_no_pod_list():
+    core = FakeCore(NODES, PODS)
+    result = gpu_inventory.gather(core, names=['cpu-0'])
+    assert [kind for kind, _kw in core.calls] == ['NodeList']
+    assert (result['nodes'], result['not_gpu'], result['api_requests']) == ([], ['cpu-0'], 1)
+    assert result['summary']['nodes'] == 0
+
+
+def test_include_pods_false_reads_no_pod():
+    core = FakeCore(NODES, PODS)
+    result = gpu_inventory.gather(core, include_pods=False)
+    assert [kind for kind, _kw in core.calls] == ['NodeList']
+    assert result['nodes'][0]['requested'] is None
+    assert result['summary']['requested'] is None
+    assert result['summary']['allocatable'][GPU] == 66
+
+
+def test_only_gpu_nodes_false():
+    result = gpu_inventory.gather(FakeCore(NODES, PODS), only_gpu_nodes=False)
+    assert [(n['name'], n['gpu_node']) for n in result['nodes']][:2] == [('a100-0', True), ('cpu-0', False)]
+    assert (result['summary']['nodes'], result['summary']['gpu_nodes']) == (6, 5)
+
+
+@pytest.mark.parametrize('fail, message', [
+    ({('NodeList', 1): FakeApiError(403, 'Forbidden',
+                                    'nodes is forbidden: User "system:serviceaccount:awx:runner" cannot list '
+                                    'resource "nodes" in API group "" at the cluster scope')},
+     'Could not list nodes: 403 Forbidden: nodes is forbidden: User "system:serviceaccount:awx:runner"'),
+    ({('PodList', 1): FakeApiError(500, 'Internal Server Error')}, 'Could not list pods: 500 Internal Server Error$'),
+    ({('NodeList', 1): OSError('connection refused')}, 'Could not list nodes: connection refused'),
+])
+def test_errors_name_the_list_and_the_reason(fail, message):
+    with pytest.raises(gpu_inventory.InventoryError, match=message):
+        gpu_inventory.gather(FakeCore(NODES, PODS, fail=fail))
+
+
+def test_response_decoding():
+    assert gpu_inventory._decode({'items': []}) == {'items': []}
+    assert gpu_inventory._decode(type('R', (), {'data': '{"items": [1]}'})()) == {'items': [1]}
+    with pytest.raises(gpu_inventory.InventoryError, match='unexpected API response type: int'):
+        gpu_inventory._decode(7)
+
+
+def test_api_error_message():
+    assert gpu_inventory.api_error_message(FakeApiError(401, 'Unauthorized')) == '401 Unauthorized'
+    err = FakeApiError(404, 'Not Found')
+    err.body = 'not json'
+    assert gpu_inventory.api_error_message(err) == '404 Not Found'
+    assert gpu_inventory.api_error_message(ValueError('boom')) == 'boom'

@@ -1,0 +1,330 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, gpuops.gpu contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""OlmInstall against an in-memory API with a tiny OLM: the flows the virtual cluster cannot
+produce on demand (a CatalogSource that is not READY, a CSV that fails for good, an upgrade
+InstallPlan racing the pinned one)."""
+
+from __future__ import (absolute_import, division, print_function)
+__metaclass__ = type
+
+import copy
+
+import pytest
+
+from ansible_collections.gpuops.gpu.plugins.module_utils.ops import olm as olm_cluster
+
+kubernetes = pytest.importorskip('kubernetes')
+ApiException = kubernetes.client.rest.ApiException
+
+PINNED = 'gpu-operator-certified.v25.10.1'
+NEWER = 'gpu-operator-certified.v26.7.0'
+NS = 'nvidia-gpu-operator'
+
+
+def not_found():
+    return ApiException(status=404, reason='Not Found')
+
+
+class FakeNamespace(object):
+    def __init__(self, body):
+        self.body = body
+
+    def to_dict(self):
+        return copy.deepcopy(self.body)
+
+
+class FakeCore(object):
+    def __init__(self, store):
+        self.store = store
+
+    def read_namespace(self, name):
+        if name not in self.store.namespaces:
+            raise not_found()
+        return FakeNamespace(self.store.namespaces[name])
+
+    def create_namespace(self, body):
+        self.store.writes.append(('create', 'Namespace', body['metadata']['name']))
+        self.store.namespaces[body['metadata']['name']] = body
+
+    def patch_namespace(self, name, body):
+        self.store.writes.append(('patch', 'Namespace', name))
+        self.store.namespaces[name]['metadata'].setdefault('labels', {}).update(body['metadata']['labels'])
+
+    def delete_namespace(self, name):
+        self.store.writes.append(('delete', 'Namespace', name))
+        self.store.namespaces.pop(name, None)
+
+
+def merge(dst, patch):
+    for key, value in patch.items():
+        if isinstance(value, dict) and isinstance(dst.get(key), dict):
+            merge(dst[key], value)
+        else:
+            dst[key] = copy.deepcopy(value)
+
+
+class FakeCustom(object):
+    def __init__(self, store):
+        self.store = store
+
+    def _key(self, plural, namespace, name):
+        return (plural, namespace, name)
+
+    def get_namespaced_custom_object(self, group, version, namespace, plural, name):
+        obj = self.store.objects.get((plural, namespace, name))
+        if obj is None:
+            raise not_found()
+        return copy.deepcopy(obj)
+
+    def list_namespaced_custom_object(self, group, version, namespace, plural, label_selector=None):
+        if plural == 'packagemanifests' and not self.store.package_api:
+            raise not_found()
+        items = [copy.deepcopy(o) for (p, ns, _n), o in sorted(self.store.objects.items()) if p == plural and ns == namespace]
+        if label_selector:
+            key, value = label_selector.split('=')
+            items = [o for o in items if (o['metadata'].get('labels') or {}).get(key) == value]
+        return {'items': items}
+
+    def create_namespaced_custom_object(self, group, version, namespace, plural, body):
+        self.store.writes.append(('create', plural, body['metadata']['name']))
+        obj = copy.deepcopy(body)
+        obj['metadata']['namespace'] = namespace
+        self.store.objects[(plural, namespace, body['metadata']['name'])] = obj
+        return copy.deepcopy(obj)
+
+    def patch_namespaced_custom_object(self, group, version, namespace, plural, name, body):
+        self.store.writes.append(('patch', plural, name))
+        merge(self.store.objects[(plural, namespace, name)], body)
+        return copy.deepcopy(self.store.objects[(plural, namespace, name)])
+
+    def delete_namespaced_custom_object(self, group, version, namespace, plural, name):
+        self.store.writes.append(('delete', plural, name))
+        self.store.objects.pop((plural, namespace, name), None)
+
+
+class Store(object):
+    """The API's objects plus a minimal OLM that advances one step per poll."""
+
+    def __init__(self, catalog_state='READY', package_api=True, csv_failure=None, resolve_error=None):
+        self.namespaces = {'openshift-marketplace': {'metadata': {'name': 'openshift-marketplace'}}}
+        self.objects = {}
+        self.writes = []
+        self.package_api = package_api
+        self.csv_failure = csv_failure
+        self.resolve_error = resolve_error
+        self.catalog_states = list(catalog_state) if isinstance(catalog_state, list) else [catalog_state]
+        self.objects[('catalogsources', 'openshift-marketplace', 'certified-operators')] = {
+            'metadata': {'name': 'certified-operators'},
+            'status': {'connectionState': {'lastObservedState': self.catalog_states[0]}}}
+        self.objects[('packagemanifests', 'openshift-marketplace', 'gpu-operator-certified')] = {
+            'metadata': {'name': 'gpu-operator-certified', 'labels': {'catalog': 'certified-operators'}},
+            'status': {'packageName': 'gpu-operator-certified', 'defaultChannel': 'stable',
+                       'channels': [{'name': 'stable', 'currentCSV': NEWER,
+                                     'entries': [{'name': NEWER}, {'name': PINNED}],
+                                     'currentCSVDesc': {'installModes': [
+                                         {'type': 'OwnNamespace', 'supported': True},
+                                         {'type': 'AllNamespaces', 'supported': False}]}}]}}
+        self.steps = 0
+
+    def conn(self):
+        class Conn(object):
+            pass
+        conn = Conn()
+        conn.core = FakeCore(self)
+        conn.custom = FakeCustom(self)
+        return conn
+
+    def tick(self, _seconds=0):
+        """One OLM step (called instead of sleeping)."""
+        self.steps += 1
+        if len(self.catalog_states) > 1:
+            self.catalog_states.pop(0)
+            self.objects[('catalogsources', 'openshift-marketplace', 'certified-operators')]['status'][
+                'connectionState']['lastObservedState'] = self.catalog_states[0]
+        sub = next((o for (p, ns, _n), o in sorted(self.objects.items()) if p == 'subscriptions' and ns == NS), None)
+        if sub is None:
+            return
+        status = sub.setdefault('status', {})
+        if self.resolve_error:
+            status['conditions'] = [{'type': 'ResolutionFailed', 'status': 'True', 'message': self.resolve_error}]
+            return
+        installed = status.get('installedCSV')
+        target = NEWER if installed else (sub['spec'].get('startingCSV') or NEWER)
+        plans = [o for (p, ns, _n), o in self.objects.items() if p == 'installplans' and ns == NS]
+        plan = next((p for p in plans if target in p['spec']['clusterServiceVersionNames']), None)
+        if installed == target:
+            return
+        if plan is None:
+            name = 'install-%d' % (len(plans) + 1)
+            manual = sub['spec']['installPlanApproval'] == 'Manual'
+            self.objects[('installplans', NS, name)] = {
+                'metadata': {'name': name, 'ownerReferences': [{'kind': 'Subscription', 'name': 'gpu-operator-certified'}]},
+                'spec': {'approval': sub['spec']['installPlanApproval'], 'approved': not manual,
+                         'clusterServiceVersionNames': [target]},
+                'status': {'phase': 'RequiresApproval' if manual else 'Installing'}}
+            status.update({'currentCSV': target, 'installPlanRef': {'name': name}})
+            return
+        if plan['spec']['approved'] and plan['status']['phase'] != 'Complete':
+            plan['status']['phase'] = 'Complete'
+            status.update({'installedCSV': target, 'currentCSV': target})
+            phase = {'phase': 'Failed', 'reason': self.csv_failure, 'message': 'broken'} if self.csv_failure \
+                else {'phase': 'Succeeded'}
+            self.objects[('clusterserviceversions', NS, target)] = {
+                'metadata': {'name': target, 'annotations': {'alm-examples': '[{"kind": "ClusterPolicy", "spec": {"a": 1}}]'}},
+                'spec': {'version': target.split('.v', 1)[1],
+                         'relatedImages': [{'name': 'driver', 'image': 'r/driver@sha256:1'}]},
+                'status': phase}
+
+
+def params(**kw):
+    base = {'package': 'gpu-operator-certified', 'namespace': NS, 'channel': 'stable', 'source': 'certified-operators',
+            'source_namespace': 'openshift-marketplace', 'starting_csv': PINNED, 'approval': 'Manual',
+            'subscription_name': None, 'create_namespace': True, 'namespace_labels': {}, 'operator_group_name': None,
+            'target_namespaces': None, 'config': None, 'wait': True, 'wait_timeout': 60, 'catalog_timeout': 5,
+            'poll_interval': 1.0}
+    base.update(kw)
+    return base
+
+
+class Clock(object):
+    def __init__(self, store):
+        self.now = 0.0
+        self.store = store
+
+    def __call__(self):
+        return self.now
+
+    def sleep(self, seconds):
+        self.now += seconds
+        self.store.tick()
+
+
+def install(store, check_mode=False, **kw):
+    clock = Clock(store)
+    return olm_cluster.OlmInstall(store.conn(), params(**kw), check_mode, sleep=clock.sleep, clock=clock).run()
+
+
+def test_manual_install_approves_only_the_pinned_plan():
+    store = Store()
+    result = install(store)
+    assert result['csv'] == PINNED and result['csv_phase'] == 'Succeeded' and result['version'] == '25.10.1'
+    assert result['approved_install_plans'] == ['install-1'] and result['install_plan'] == 'install-1'
+    assert result['alm_examples'] == [{'kind': 'ClusterPolicy', 'spec': {'a': 1}}]
+    assert result['related_images'] == [{'name': 'driver', 'image': 'r/driver@sha256:1'}]
+    # OLM then offers the channel head: it is held, never approved
+    store.tick()
+    again = install(store)
+    assert again['changed'] is False and again['actions'] == []
+    assert again['held_install_plans'] == [{'name': 'install-2', 'csvs': [NEWER]}]
+    assert store.objects[('installplans', NS, 'install-2')]['spec']['approved'] is False
+
+
+def test_catalog_not_ready_fails_before_any_write():
+    store = Store(catalog_state='TRANSIENT_FAILURE')
+    with pytest.raises(olm_cluster.InputError, match=r'not READY \(connectionState.lastObservedState: '
+                                                     r'TRANSIENT_FAILURE\) after 5s.*nothing was changed'):
+        install(store)
+    assert store.writes == []
+
+
+def test_catalog_that_becomes_ready_is_waited_for():
+    store = Store(catalog_state=['CONNECTING', 'CONNECTING', 'READY'])
+    assert install(store)['csv'] == PINNED
+
+
+def test_missing_catalog_lists_the_others():
+    store = Store()
+    with pytest.raises(olm_cluster.InputError, match=r'CatalogSource mirror-gpu not found .*there: certified-operators'):
+        install(store, source='mirror-gpu')
+    assert store.writes == []
+
+
+def test_unknown_package_channel_and_csv_fail_before_writing():
+    store = Store()
+    with pytest.raises(olm_cluster.InputError, match="no package 'gpu-operator'"):
+        install(store, package='gpu-operator')
+    with pytest.raises(olm_cluster.InputError, match="no channel 'v1.11'"):
+        install(store, channel='v1.11')
+    with pytest.raises(olm_cluster.InputError, match='has no CSV gpu-operator-certified.v1.0.0'):
+        install(store, starting_csv='gpu-operator-certified.v1.0.0')
+    with pytest.raises(olm_cluster.InputError, match='not AllNamespaces'):
+        install(store, target_namespaces=[])
+    assert store.writes == []
+
+
+def test_without_package_api_a_refused_subscription_is_rolled_back():
+    store = Store(package_api=False, resolve_error='no operators found in package gpu-operator')
+    with pytest.raises(olm_cluster.InstallFailed) as info:
+        install(store, package='gpu-operator')
+    assert 'removed again what this run created: Subscription gpu-operator, OperatorGroup nvidia-gpu-operator, ' \
+           'Namespace nvidia-gpu-operator' in str(info.value)
+    assert NS not in store.namespaces
+    assert not [k for k in store.objects if k[1] == NS]
+
+
+def test_fatal_csv_failure_is_reported_with_its_reason():
+    store = Store(csv_failure='UnsupportedOperatorGroup')
+    with pytest.raises(olm_cluster.InstallFailed, match=r'CSV gpu-operator-certified.v25.10.1 is Failed '
+                                                        r'\(UnsupportedOperatorGroup\): broken'):
+        install(store)
+
+
+def test_timeout_says_where_it_stopped():
+    store = Store()
+    with pytest.raises(olm_cluster.InstallFailed, match='timed out after 60s .*install-9 RequiresApproval .*not approved'):
+        _stuck_install(store)
+
+
+def _stuck_install(store):
+    # a plan for some other CSV only: the pinned CSV never comes
+    store.objects[('subscriptions', NS, 'gpu-operator-certified')] = {
+        'metadata': {'name': 'gpu-operator-certified'},
+        'spec': {'name': 'gpu-operator-certified', 'source': 'certified-operators',
+                 'sourceNamespace': 'openshift-marketplace', 'installPlanApproval': 'Manual', 'channel': 'stable',
+                 'startingCSV': PINNED},
+        'status': {'currentCSV': NEWER, 'installPlanRef': {'name': 'install-9'}}}
+    store.namespaces[NS] = {'metadata': {'name': NS}}
+    store.objects[('operatorgroups', NS, NS)] = {'metadata': {'name': NS}, 'spec': {'targetNamespaces': [NS]}}
+    store.objects[('installplans', NS, 'install-9')] = {
+        'metadata': {'name': 'install-9', 'ownerReferences': [{'kind': 'Subscription', 'name': 'gpu-operator-certified'}]},
+        'spec': {'approval': 'Manual', 'approved': False, 'clusterServiceVersionNames': [NEWER]},
+        'status': {'phase': 'RequiresApproval'}}
+    store.tick = lambda _s=0: None
+    return install(store)
+
+
+def test_check_mode_writes_nothing_and_predicts_the_pinned_csv():
+    store = Store()
+    result = install(store, check_mode=True, namespace_labels={'openshift.io/cluster-monitoring': 'true'})
+    assert store.writes == []
+    assert result['changed'] is True and result['csv'] == PINNED
+    assert result['actions'][0] == 'create Namespace nvidia-gpu-operator'
+    assert result['diff']['after']['subscription']['spec']['startingCSV'] == PINNED
+
+
+def test_existing_subscription_is_patched_only_where_it_differs():
+    store = Store()
+    install(store)
+    result = install(store, namespace_labels={'openshift.io/cluster-monitoring': 'true'},
+                     config={'nodeSelector': {'node-role.kubernetes.io/infra': ''}})
+    assert result['actions'] == ['label Namespace nvidia-gpu-operator openshift.io/cluster-monitoring=true',
+                                 'update Subscription nvidia-gpu-operator/gpu-operator-certified: config']
+    assert store.objects[('subscriptions', NS, 'gpu-operator-certified')]['spec']['channel'] == 'stable'
+
+
+def test_two_operator_groups_fail_before_writing():
+    store = Store()
+    store.namespaces[NS] = {'metadata': {'name': NS}}
+    for name in ('a', 'b'):
+        store.objects[('operatorgroups', NS, name)] = {'metadata': {'name': name}, 'spec': {}}
+    with pytest.raises(olm_cluster.InputError, match='has 2 OperatorGroups'):
+        install(store)
+    assert store.writes == []
+
+
+def test_automatic_approval_approves_nothing_itself():
+    store = Store()
+    result = install(store, approval='Automatic', starting_csv=None)
+    assert result['approved_install_plans'] == [] and result['csv'] == NEWER

@@ -1,0 +1,147 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, gpuops.gpu contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+
+from __future__ import (absolute_import, division, print_function)
+__metaclass__ = type
+
+import os
+
+import pytest
+import yaml
+
+from ansible.errors import AnsibleFilterError
+
+from ansible_collections.gpuops.gpu.plugins.filter.reset import FilterModule
+from ansible_collections.gpuops.gpu.plugins.module_utils.plans.reset import (
+    needs_mig_reset, needs_sharing_reset, reset_pending, reset_plan)
+
+MANAGED = {'app.kubernetes.io/managed-by': 'gpuops.gpu'}
+FILTERS = FilterModule().filters()
+FILTER_DIR = os.path.join(os.path.dirname(__file__), '..', '..', '..', '..', '..', 'plugins', 'filter')
+
+
+def node(name, labels=None, annotations=None, gpu=True, unschedulable=False):
+    base = {'nvidia.com/gpu.present': 'true', 'nvidia.com/gpu.replicas': '1',
+            'nvidia.com/gpu.sharing-strategy': 'none'} if gpu else {}
+    base.update(labels or {})
+    return {'metadata': {'name': name, 'labels': base, 'annotations': annotations or {}},
+            'spec': {'unschedulable': unschedulable}}
+
+
+def policy(mig_cm=None, dp_cm=None, dp_default=None, dp_enabled=None):
+    spec = {'migManager': {'enabled': True}, 'devicePlugin': {}}
+    if mig_cm is not None:
+        spec['migManager']['config'] = {'name': mig_cm, 'default': 'all-disabled'}
+    if dp_cm is not None or dp_default is not None:
+        spec['devicePlugin']['config'] = {'name': dp_cm or '', 'default': dp_default or ''}
+    if dp_enabled is not None:
+        spec['devicePlugin']['enabled'] = dp_enabled
+    return {'metadata': {'name': 'gpu-cluster-policy'}, 'spec': spec}
+
+
+def cm(name, managed=True):
+    return {'metadata': {'name': name, 'labels': dict(MANAGED) if managed else {}}}
+
+
+MIG = {'nvidia.com/mig.config': 'all-1g.5gb', 'nvidia.com/mig.config.state': 'success'}
+SHARED = {'nvidia.com/device-plugin.config': 'ts4', 'nvidia.com/gpu.replicas': '4',
+          'nvidia.com/gpu.sharing-strategy': 'time-slicing'}
+FLEET = [node('a', MIG), node('b', {'nvidia.com/mig.config': 'all-disabled', 'nvidia.com/mig.config.state': 'success'}),
+         node('c', SHARED), node('d'), node('cpu', gpu=False)]
+
+
+def test_node_predicates():
+    assert needs_mig_reset(node('x', MIG))
+    assert not needs_mig_reset(node('x', {'nvidia.com/mig.config': 'all-disabled', 'nvidia.com/mig.config.state': 'success'}))
+    assert needs_mig_reset(node('x', {'nvidia.com/mig.config': 'all-disabled', 'nvidia.com/mig.config.state': 'failed'}))
+    assert needs_mig_reset(node('x', annotations={'gpuops.gpu/rollout-target': 'nvidia.com/mig.config=all-1g.5gb'}))
+    assert not needs_mig_reset(node('x'))
+    assert needs_sharing_reset(node('x', SHARED))
+    assert needs_sharing_reset(node('x', {'nvidia.com/gpu.replicas': '2'}))
+    assert needs_sharing_reset(node('x', annotations={'gpuops.gpu/rollout-target': 'nvidia.com/device-plugin.config=x'}))
+    assert not needs_sharing_reset(node('x'))
+
+
+def test_full_reset_plan():
+    plan = reset_plan(FLEET, [policy('gpuops-mig', 'gpuops-dp')], [cm('gpuops-mig'), cm('gpuops-dp', managed=False)],
+                      scope=['a', 'b', 'c', 'd'])
+    assert plan['errors'] == []
+    assert plan['mig_nodes'] == ['a'] and plan['sharing_nodes'] == ['c'] and plan['run_sharing'] is True
+    assert plan['policy'] == 'gpu-cluster-policy'
+    assert plan['policy_patch'] == {'migManager': {'config': None}, 'devicePlugin': {'config': None}}
+    assert plan['default_patch'] == {}
+    assert plan['config_maps_delete'] == ['gpuops-mig'] and plan['config_maps_kept'] == ['gpuops-dp']
+    assert any('gpuops-dp' in n and 'left in place' in n for n in plan['notes'])
+    assert plan['label_cleanup'] == ['c']
+
+
+def test_default_mig_config_map_and_no_config_need_no_patch():
+    plan = reset_plan([node('b')], [policy('default-mig-parted-config')], [], scope=['b'])
+    assert plan['policy_patch'] == {} and plan['mig_nodes'] == [] and plan['config_maps_delete'] == []
+
+
+def test_sharing_default_is_cleared_before_the_rollout():
+    plan = reset_plan([node('c', SHARED)], [policy(dp_cm='dp', dp_default='ts4')], [cm('dp')], scope=['c'])
+    assert plan['default_patch'] == {'devicePlugin': {'config': {'default': ''}}}
+    assert plan['run_sharing'] is True
+
+
+def test_disabled_device_plugin_or_missing_config_map_only_removes_labels():
+    plan = reset_plan([node('c', SHARED)], [policy(dp_cm='dp', dp_enabled=False)], [cm('dp')], scope=['c'])
+    assert plan['run_sharing'] is False and plan['label_cleanup'] == ['c'] and 'devicePlugin.enabled=false' in plan['notes'][0]
+    plan = reset_plan([node('c', SHARED)], [policy(dp_cm='dp')], [], scope=['c'])
+    assert plan['run_sharing'] is False and 'does not exist' in plan['notes'][0]
+
+
+def test_no_cluster_policy():
+    plan = reset_plan(FLEET, [], [], scope=['a', 'c'])
+    assert plan['errors'] == [] and plan['policy'] is None and plan['policy_patch'] == {}
+    assert plan['mig_nodes'] == ['a'] and plan['run_sharing'] is False and plan['label_cleanup'] == ['c']
+
+
+def test_options_turn_parts_off():
+    plan = reset_plan(FLEET, [policy('gpuops-mig', 'dp')], [cm('gpuops-mig'), cm('dp')], scope=['a', 'c'],
+                      options={'sharing': False, 'cluster_policy': False})
+    assert plan['mig_nodes'] == ['a'] and plan['sharing_nodes'] == [] and plan['policy_patch'] == {}
+    assert plan['config_maps_delete'] == [] and plan['label_cleanup'] == []
+
+
+def test_partial_reset_refuses_to_strip_configs_other_nodes_use():
+    plan = reset_plan(FLEET, [policy('gpuops-mig', 'dp')], [cm('gpuops-mig'), cm('dp')], scope=['a'])
+    assert plan['mig_nodes'] == [] and plan['policy_patch'] == {}
+    assert 'c (nvidia.com/device-plugin.config=ts4)' in plan['errors'][0]
+    plan = reset_plan(FLEET, [policy('gpuops-mig', 'dp')], [cm('gpuops-mig'), cm('dp')], scope=['a'],
+                      options={'cluster_policy': False})
+    assert plan['errors'] == [] and plan['mig_nodes'] == ['a']
+
+
+def test_errors():
+    assert 'not found: zz' in reset_plan(FLEET, [], [], scope=['a'], wanted=['a', 'zz'])['errors'][0]
+    two = [policy(), dict(policy(), metadata={'name': 'other'})]
+    assert 'more than one ClusterPolicy' in reset_plan(FLEET, two, [])['errors'][0]
+    assert 'must be a list' in reset_plan(FLEET, 'x', [])['errors'][0]
+
+
+def test_pending():
+    plan = reset_plan(FLEET, [policy('gpuops-mig', 'dp')], [cm('gpuops-mig'), cm('dp')], scope=['a', 'b', 'c', 'd'])
+    pending = reset_pending(FLEET, plan)
+    assert [p.split(':')[0] for p in pending] == ['a', 'c', 'c']
+    done = [node('a', {'nvidia.com/mig.config': 'all-disabled', 'nvidia.com/mig.config.state': 'success'}), node('c'),
+            node('d', annotations={'gpuops.gpu/cordoned-by-rollout': 'true'})]
+    assert reset_pending(done, plan) == ['d: still cordoned by a gpuops.gpu rollout']
+
+
+def test_filters_and_docs():
+    assert sorted(FILTERS) == ['gpu_reset_pending', 'gpu_reset_plan']
+    for name in FILTERS:
+        with open(os.path.join(FILTER_DIR, name + '.yml')) as handle:
+            docs = yaml.safe_load(handle)
+        assert docs['DOCUMENTATION']['name'] == name and '_value' in docs['RETURN']
+    plan = FILTERS['gpu_reset_plan'](FLEET, [], scope=['a'])
+    assert plan['mig_nodes'] == ['a'] and FILTERS['gpu_reset_pending'](FLEET, plan)
+    with pytest.raises(AnsibleFilterError):
+        FILTERS['gpu_reset_plan']('nodes', [])
+    with pytest.raises(AnsibleFilterError):
+        FILTERS['gpu_reset_pending'](FLEET, 'plan')

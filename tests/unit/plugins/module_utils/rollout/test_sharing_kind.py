@@ -1,0 +1,405 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, gpuops.gpu contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""sharing_target.SharingKind (pure) and sharing_cluster's validation before writes (fake API)."""
+
+from __future__ import (absolute_import, division, print_function)
+__metaclass__ = type
+
+import json
+
+import pytest
+
+from ansible_collections.gpuops.gpu.plugins.module_utils.rollout import sharing as sharing_cluster
+from ansible_collections.gpuops.gpu.plugins.module_utils.gpu.sharing import render_config
+from ansible_collections.gpuops.gpu.plugins.module_utils.rollout.sharing_kind import (
+    ANN_HASH, RESTART_SELECTOR, SharingKind, content_hash, normalise_value)
+
+LABEL = 'nvidia.com/device-plugin.config'
+
+
+def ts(replicas, resource='nvidia.com/gpu'):
+    return {'sharing': {'timeSlicing': {'resources': [{'name': resource, 'replicas': replicas}]}}}
+
+
+def mps(replicas, rename=False):
+    block = {'resources': [{'name': 'nvidia.com/gpu', 'replicas': replicas}]}
+    if rename:
+        block['renameByDefault'] = True
+    return {'sharing': {'mps': block}}
+
+
+PROFILES = {'ts-4': ts(4), 'ts-10': ts(10), 'mps-10': mps(10, rename=True), 'unshared': {},
+            'mig-ts-2': ts(2, 'nvidia.com/mig-1g.5gb'), 'mps-20': mps(20)}
+
+
+def render_profiles(profiles):
+    """ConfigMap data without validation (the kind must cope with profiles invalid for a node)."""
+    return dict((name, render_config(config)) for name, config in profiles.items())
+
+
+def kind(default='', strategy='single', profiles=None, unshared_key=None, configured=True):
+    texts = render_profiles(profiles if profiles is not None else PROFILES) if configured else {}
+    configs = sharing_cluster.parse_texts(texts)
+    k = SharingKind(texts, configs, default, strategy, 'gpu-operator', configured=configured, unshared_key=unshared_key)
+    if unshared_key is None and configured:
+        k.unshared_key = sharing_cluster.pick_unshared(k, None)
+    return k
+
+
+def node(name='t4-0', product='Tesla-T4', count=1, label=None, extra=None, ann=None, allocatable=None,
+         capacity=None, replicas='1', strategy='none'):
+    labels = {'nvidia.com/gpu.product': product, 'nvidia.com/gpu.count': str(count),
+              'nvidia.com/gpu.replicas': replicas, 'nvidia.com/gpu.sharing-strategy': strategy}
+    if label is not None:
+        labels[LABEL] = label
+    labels.update(extra or {})
+    alloc = allocatable if allocatable is not None else {'nvidia.com/gpu': str(count)}
+    return {'metadata': {'name': name, 'labels': labels, 'annotations': ann or {}},
+            'status': {'allocatable': alloc, 'capacity': capacity if capacity is not None else alloc}, 'spec': {}}
+
+
+def a100_mixed(label=None, ann=None, devices=56, replicas='1', alloc=None):
+    extra = {'nvidia.com/mig.strategy': 'mixed', 'nvidia.com/mig.config': 'all-1g.5gb',
+             'nvidia.com/mig.config.state': 'success', 'nvidia.com/mig-1g.5gb.count': str(devices),
+             'nvidia.com/mig-1g.5gb.replicas': replicas, 'nvidia.com/mig-1g.5gb.sharing-strategy':
+             'time-slicing' if replicas != '1' else 'none', 'nvidia.com/gpu.replicas': '0'}
+    alloc = alloc or {'nvidia.com/mig-1g.5gb': str(devices * int(replicas))}
+    n = node('a100-0', 'NVIDIA-A100-SXM4-40GB', 8, label=label, extra=extra, ann=ann, allocatable=alloc)
+    return n
+
+
+class TestValues(object):
+    @pytest.mark.parametrize('value,expected', [(None, 'none'), ('', 'none'), ('  ', 'none'), ('ts-4', 'ts-4'),
+                                                ('default', 'default')])
+    def test_normalise(self, value, expected):
+        assert normalise_value(value) == expected
+
+    def test_hash_is_stable_and_empty_for_no_config(self):
+        assert content_hash('version: v1\n') == content_hash('version: v1\n') != content_hash('version: v1\n ')
+        assert content_hash(None) == ''
+
+
+class TestLabels(object):
+    def test_named_profile_sets_the_label(self):
+        k = kind()
+        assert k.desired_label(node(), 'ts-4') == 'ts-4'
+        assert k.label_patch('ts-4') == {LABEL: 'ts-4'}
+        assert k.needs_label(node(), 'ts-4') and not k.needs_label(node(label='ts-4'), 'ts-4')
+
+    def test_default_removes_the_label(self):
+        k = kind(default='ts-4')
+        assert k.desired_label(node(label='ts-10'), 'default') is None
+        assert k.label_patch('default') == {LABEL: None}
+        assert k.target_key(node(label='ts-10'), 'default') == 'ts-4'
+
+    def test_none_without_default_removes_the_label(self):
+        k = kind(default='')
+        assert k.desired_label(node(label='ts-4'), 'none') is None
+        assert k.label_patch('none') == {LABEL: None}
+        assert k.target_key(node(label='ts-4'), 'none') == ''
+        assert k.target_hash(node(label='ts-4'), 'none') == ''
+
+    def test_none_with_unshared_default_removes_the_label(self):
+        k = kind(default='unshared')
+        assert k.desired_label(node(label='ts-4'), 'none') is None
+        assert k.target_key(node(label='ts-4'), 'none') == 'unshared'
+
+    def test_none_with_shared_default_sets_the_unshared_profile(self):
+        k = kind(default='ts-4')
+        assert k.unshared_key == 'unshared'
+        assert k.desired_label(node(), 'none') == 'unshared'
+        assert k.label_patch('none') == {LABEL: 'unshared'}
+
+    def test_none_keeps_an_unshared_label(self):
+        k = kind(default='ts-4', profiles=dict(PROFILES, plain={'version': 'v1'}))
+        assert k.desired_label(node(label='plain'), 'none') == 'plain'
+        assert not k.needs_label(node(label='plain'), 'none')
+
+    def test_same_value_is_never_cycled(self):
+        assert SharingKind.cycle_same_value is False
+
+
+class TestRestart(object):
+    def test_restart_when_the_recorded_hash_differs(self):
+        k = kind()
+        spec = k.restart(node(label='ts-4'), 'ts-4')
+        assert spec['selector'] == RESTART_SELECTOR and spec['namespace'] == 'gpu-operator'
+        assert spec['annotations'] == {ANN_HASH: content_hash(k.texts['ts-4'])}
+
+    def test_no_restart_when_the_hash_matches(self):
+        k = kind()
+        assert k.restart(node(label='ts-4', ann={ANN_HASH: content_hash(k.texts['ts-4'])}), 'ts-4') is None
+
+    def test_unshared_without_config_needs_no_hash(self):
+        assert kind().restart(node(), 'none') is None
+        spec = kind().restart(node(ann={ANN_HASH: 'abc'}), 'none')
+        assert spec['annotations'] == {ANN_HASH: None}
+
+    def test_content_change_restarts(self):
+        old, new = kind(), kind(profiles=dict(PROFILES, **{'ts-4': ts(6)}))
+        n = node(label='ts-4', ann={ANN_HASH: content_hash(old.texts['ts-4'])})
+        assert old.restart(n, 'ts-4') is None and new.restart(n, 'ts-4') is not None
+
+
+class TestCapacity(object):
+    def test_t4_time_sliced_4(self):
+        assert kind().expected_allocatable(node(), 'ts-4') == {'nvidia.com/gpu': 4}
+
+    def test_a100_time_sliced_10(self):
+        assert kind().expected_allocatable(node('a100-0', 'NVIDIA-A100-SXM4-40GB', 8), 'ts-10') == {'nvidia.com/gpu': 80}
+
+    def test_mps_renamed(self):
+        n = node('l40s-0', 'NVIDIA-L40S', 4)
+        assert kind().expected_allocatable(n, 'mps-10') == {'nvidia.com/gpu.shared': 40}
+        assert kind().expected_labels(n, 'mps-10') == {'nvidia.com/gpu.replicas': '10',
+                                                       'nvidia.com/gpu.sharing-strategy': 'mps'}
+
+    def test_mixed_mig_resources_time_sliced(self):
+        k = kind(strategy='mixed')
+        assert k.physical(a100_mixed()) == (0, {'nvidia.com/mig-1g.5gb': 56})
+        assert k.expected_allocatable(a100_mixed(), 'mig-ts-2') == {'nvidia.com/mig-1g.5gb': 112}
+        assert k.expected_labels(a100_mixed(), 'mig-ts-2') == {
+            'nvidia.com/mig-1g.5gb.replicas': '2', 'nvidia.com/mig-1g.5gb.sharing-strategy': 'time-slicing'}
+
+    def test_mixed_full_gpus_from_capacity_over_replicas(self):
+        n = a100_mixed(alloc={'nvidia.com/gpu': '16', 'nvidia.com/mig-1g.5gb': '28'}, devices=28)
+        n['metadata']['labels']['nvidia.com/gpu.replicas'] = '4'
+        assert kind(strategy='mixed').physical(n) == (4, {'nvidia.com/mig-1g.5gb': 28})
+
+    def test_physical_counts_are_read_once(self):
+        k = kind()
+        assert k.physical(node(count=1)) == (1, {})
+        assert k.physical(node(count=3)) == (1, {})
+
+    def test_single_strategy_invalid_mig_layout_has_no_gpus(self):
+        n = node('a100-0', 'NVIDIA-A100-SXM4-40GB-MIG-INVALID', 0)
+        assert kind().physical(n) == (0, {})
+
+
+class TestProgress(object):
+    def test_waits_for_gfd_labels_then_done(self):
+        k = kind()
+        verdict, detail = k.progress(node(label='ts-4'), 'ts-4')
+        assert verdict == 'wait' and 'nvidia.com/gpu.replicas=1 (want 4)' in detail
+        done = node(label='ts-4', replicas='4', strategy='time-slicing')
+        assert k.progress(done, 'ts-4')[0] == 'done'
+
+    def test_label_changed_by_someone_else(self):
+        assert kind().progress(node(label='ts-10'), 'ts-4')[0] == 'failed'
+
+    def test_at_target_needs_label_hash_labels_and_capacity(self):
+        k = kind()
+        h = {ANN_HASH: content_hash(k.texts['ts-4'])}
+        good = node(label='ts-4', replicas='4', strategy='time-slicing', ann=h, allocatable={'nvidia.com/gpu': '4'})
+        assert k.at_target(good, 'ts-4')
+        k = kind()
+        assert not k.at_target(node(label='ts-4', replicas='4', strategy='time-slicing', ann=h), 'ts-4')  # capacity 1
+        k = kind()
+        assert not k.at_target(dict(good, metadata=dict(good['metadata'], annotations={})), 'ts-4')  # hash
+
+    def test_zero_resources_left_by_kubelet_do_not_count(self):
+        k = kind()
+        h = {ANN_HASH: content_hash(k.texts['mps-10'])}
+        n = node('l40s-0', 'NVIDIA-L40S', 4, label='mps-10', replicas='10', strategy='mps', ann=h,
+                 allocatable={'nvidia.com/gpu': '0', 'nvidia.com/gpu.shared': '40'})
+        assert k.at_target(n, 'mps-10')
+
+
+class TestValidate(object):
+    def test_valid(self):
+        assert kind().validate(node(), 'ts-4') == []
+        assert kind(strategy='mixed').validate(a100_mixed(), 'mig-ts-2') == []
+
+    def test_unknown_profile(self):
+        errors = kind().validate(node(), 'ts-99')
+        assert len(errors) == 1 and "'ts-99' is not a key" in errors[0] and 'ts-4' in errors[0]
+
+    def test_not_configured(self):
+        errors = kind(configured=False).validate(node(), 'ts-4')
+        assert 'devicePlugin.config.name' in errors[0]
+        assert kind(configured=False).validate(node(), 'none') == []
+
+    def test_mps_on_a_mig_node(self):
+        n = node('a100-0', 'NVIDIA-A100-SXM4-40GB-MIG-1g.5gb', 56,
+                 extra={'nvidia.com/mig.config': 'all-1g.5gb', 'nvidia.com/mig.config.state': 'success',
+                        'nvidia.com/mig.strategy': 'single'})
+        errors = kind().validate(n, 'mps-10')
+        assert any('MPS cannot share a node with MIG enabled' in e for e in errors)
+
+    def test_mps_with_mixed(self):
+        errors = kind(strategy='mixed', profiles={'mps-10': mps(10)}).validate(
+            node(extra={'nvidia.com/mig.strategy': 'mixed'}), 'mps-10')
+        assert any('mixed' in e for e in errors)
+
+    def test_mps_replica_limit_by_compute_capability(self):
+        assert kind().validate(node('l40s-0', 'NVIDIA-L40S', 4), 'mps-20') == []
+        v100 = node('v-0', 'Tesla-V100-SXM2-16GB', 8,
+                    extra={'nvidia.com/gpu.compute.major': '7', 'nvidia.com/gpu.compute.minor': '0'})
+        errors = kind().validate(v100, 'mps-20')
+        assert errors and 'exceeds the MPS limit of 16' in errors[0]
+
+    def test_mig_resource_needs_mixed(self):
+        errors = kind().validate(node('a100-0', 'NVIDIA-A100-SXM4-40GB', 8), 'mig-ts-2')
+        assert errors and 'only advertised with MIG strategy mixed' in errors[0]
+
+    def test_no_gfd_labels(self):
+        bare = {'metadata': {'name': 'cpu-0', 'labels': {}}}
+        assert 'GPU feature discovery' in kind().validate(bare, 'ts-4')[0]
+
+    def test_mig_reconfiguration_in_progress(self):
+        n = node(extra={'nvidia.com/mig.config': 'all-1g.5gb', 'nvidia.com/mig.config.state': 'pending'})
+        assert 'finish it first' in kind().validate(n, 'ts-4')[0]
+
+    def test_strategy_not_yet_picked_up(self):
+        n = node(extra={'nvidia.com/mig.strategy': 'single'})
+        assert 'still reports MIG strategy single' in kind(strategy='mixed').validate(n, 'ts-4')[0]
+
+    def test_none_with_shared_default_and_no_unshared_profile(self):
+        k = kind(default='ts-4', profiles={'ts-4': ts(4)})
+        assert k.unshared_key is None
+        assert 'add an unshared profile' in k.validate(node(), 'none')[0]
+
+    def test_default_missing_from_the_config_map(self):
+        errors = kind(default='gone').validate(node(), 'default')
+        assert "'gone'" in errors[0]
+
+    def test_sharing_a_resource_the_node_lacks_is_a_warning(self):
+        k = kind(strategy='mixed')
+        n = node('h100-0', 'NVIDIA-H100-80GB-HBM3', 8, extra={'nvidia.com/mig.strategy': 'mixed'})
+        assert k.validate(n, 'mig-ts-2') == []
+        assert 'does not advertise' in k.warnings[0]
+
+    def test_describe(self):
+        d = kind().describe(node(), 'ts-4')
+        assert d['label_to'] == 'ts-4' and d['restart_device_plugin'] is True
+        assert d['expected_allocatable'] == {'nvidia.com/gpu': 4}
+
+
+# ------------------------------------------------------------------------------ sharing_cluster
+
+NODES = dict((n['metadata']['name'], n) for n in [
+    node('t4-0', extra={'pool': 'inference', 'nvidia.com/gpu.present': 'true'}),
+    node('l40s-0', 'NVIDIA-L40S', 4, extra={'pool': 'inference', 'nvidia.com/gpu.present': 'true'}),
+    node('a100-0', 'NVIDIA-A100-SXM4-40GB', 8, extra={'pool': 'training', 'nvidia.com/gpu.present': 'true'})])
+
+
+class TestResolve(object):
+    def test_default_covers_only_unnamed_nodes(self):
+        out, errors = sharing_cluster.resolve([
+            {'label_selector': 'nvidia.com/gpu.present=true', 'profile': 'default'},
+            {'selector': {'pool': 'training'}, 'profile': 'ts-10'}], NODES)
+        assert errors == [] and out == {'t4-0': 'default', 'l40s-0': 'default', 'a100-0': 'ts-10'}
+
+    def test_empty_profile_is_none(self):
+        out, errors = sharing_cluster.resolve([{'nodes': ['t4-0'], 'profile': ''}], NODES)
+        assert out == {'t4-0': 'none'} and errors == []
+
+    def test_conflicts_and_indexes(self):
+        _out, errors = sharing_cluster.resolve([
+            {'selector': {'pool': 'inference'}, 'profile': 'ts-4'},
+            {'label_selector': 'pool=nothing', 'profile': 'ts-4'},
+            {'nodes': ['t4-0'], 'profile': 'mps-10'}], NODES)
+        assert errors == ["assignments[1]: label selector 'pool=nothing' matches no node",
+                          "node t4-0 is assigned both 'ts-4' and 'mps-10'"]
+
+
+class _Resp(object):
+    def __init__(self, obj):
+        self.data = json.dumps(obj).encode()
+
+
+class FakeApiException(Exception):
+    def __init__(self, status):
+        super(FakeApiException, self).__init__(status)
+        self.status = status
+
+
+class FakeConn(object):
+    """Enough of CoreV1Api/CustomObjectsApi for the validation path; any write fails the test."""
+
+    def __init__(self, nodes, cluster_policy, config_map=None):
+        self.nodes, self.cluster_policy, self.config_map = nodes, cluster_policy, config_map
+        self.core, self.custom, self.policy = self, self, self
+
+    def list_cluster_custom_object(self, *args, **kwargs):
+        return {'items': [self.cluster_policy] if self.cluster_policy else []}
+
+    def get_cluster_custom_object(self, *args, **kwargs):
+        return self.cluster_policy
+
+    def list_pod_for_all_namespaces(self, **kwargs):
+        return _Resp({'items': []})
+
+    def list_node(self, **kwargs):
+        return _Resp({'items': list(self.nodes.values())})
+
+    def read_namespaced_config_map(self, name, namespace, **kwargs):
+        if self.config_map is None:
+            raise FakeApiException(404)
+        return _Resp({'data': self.config_map})
+
+    def __getattr__(self, name):
+        raise AssertionError('unexpected API call %s' % name)
+
+
+def policy(name='dp', default='', strategy='single', enabled=True):
+    return {'metadata': {'name': 'gpu-cluster-policy'}, 'spec': {
+        'mig': {'strategy': strategy}, 'devicePlugin': {'enabled': enabled, 'config': {'name': name, 'default': default}}}}
+
+
+PARAMS = {'operator_namespace': 'gpu-operator', 'cluster_policy': None, 'config_map': None, 'profiles': None,
+          'default_profile': None, 'unshared_profile': None, 'mig_strategy': None, 'mig_catalog_overrides': None,
+          'restart_pod_selector': RESTART_SELECTOR, 'max_unavailable': 1, 'drain': True, 'force': False,
+          'drain_timeout': 300, 'state_timeout': 300, 'verify': True, 'verify_timeout': 180, 'poll_interval': 0.1}
+
+
+def run_check(assignments, conn, **extra):
+    params = dict(PARAMS, assignments=assignments, **extra)
+    return sharing_cluster.run(conn, params, check_mode=True)
+
+
+@pytest.fixture(autouse=True)
+def fake_api_exception(monkeypatch):
+    monkeypatch.setattr(sharing_cluster, 'ApiException', FakeApiException)
+
+
+class TestRunValidation(object):
+    def test_plan_in_check_mode(self):
+        res = run_check([{'nodes': ['t4-0'], 'profile': 'ts-4'}], FakeConn(NODES, policy(), render_profiles(PROFILES)))
+        assert res['changed'] is True and res['batches'] == [['t4-0']]
+        assert res['diff']['after']['t4-0'] == {LABEL: 'ts-4', 'allocatable': {'nvidia.com/gpu': 4}}
+
+    @pytest.mark.parametrize('assignments,conn_args,extra,fragment', [
+        ([{'nodes': ['t4-0'], 'profile': 'ts-4'}], (policy(),), {}, 'not found'),
+        ([{'nodes': ['t4-0'], 'profile': 'ts-4'}], (None, {}), {}, 'no ClusterPolicy'),
+        ([{'nodes': ['t4-0'], 'profile': 'ts-4'}], (policy(enabled=False), {}), {}, 'devicePlugin.enabled=false'),
+        ([{'nodes': ['t4-0'], 'profile': 'x'}], (policy(), {}), {'profiles': {'x': ts(1)}}, 'replicas'),
+        ([{'nodes': ['t4-0'], 'profile': 'none'}], (policy(), {}), {'profiles': {'none': {}}}, 'reserved'),
+        ([{'nodes': ['t4-0'], 'profile': 'x'}], (policy(default='gone'), {'x': 'version: v1'}), {}, "'gone'"),
+        ([{'nodes': ['t4-0'], 'profile': 'x'}], (policy(), {'x': 'version: v1'}), {'unshared_profile': 'y'}, "'y'"),
+        ([{'nodes': ['t4-0'], 'profile': 'ts-4'}], (policy(), {'ts-4': 'version: v1'}), {'max_unavailable': '0%'},
+         'max_unavailable'),
+    ])
+    def test_fails_before_writing(self, assignments, conn_args, extra, fragment):
+        with pytest.raises(sharing_cluster.InputError, match=fragment):
+            run_check(assignments, FakeConn(NODES, *conn_args), **extra)
+
+    def test_orphan_label_is_refused(self):
+        nodes = dict(NODES, **{'l40s-0': node('l40s-0', 'NVIDIA-L40S', 4, label='removed-profile')})
+        with pytest.raises(sharing_cluster.InputError, match='l40s-0 is labelled'):
+            run_check([{'nodes': ['t4-0'], 'profile': 'ts-4'}], FakeConn(nodes, policy(), render_profiles(PROFILES)))
+
+
+def test_strategy_lag_is_only_a_warning_when_planning():
+    k = kind(strategy='mixed')
+    k.strict_strategy = False
+    assert k.validate(node(extra={'nvidia.com/mig.strategy': 'single'}), 'ts-4') == []
+    assert 'the plan assumes mixed' in k.warnings[0]
+
+
+def test_default_skips_nodes_gfd_has_not_labelled():
+    nodes = dict(NODES, **{'new-0': {'metadata': {'name': 'new-0', 'labels': {'nvidia.com/gpu.present': 'true'}}}})
+    res = run_check([{'label_selector': 'nvidia.com/gpu.present=true', 'profile': 'default'}],
+                    FakeConn(nodes, policy(default='ts-4'), render_profiles(PROFILES)))
+    assert 'new-0' not in res['assignments'] and any('new-0' in w for w in res['warnings'])
