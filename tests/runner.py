@@ -99,11 +99,14 @@ def pytest_counts(junit):
 
 
 def run_pytest(path, extra=None):
+    # development only: GPUOPS_TESTS="tests/integration/test_hami.py -k removal" runs just that
+    narrowed = os.environ.get('GPUOPS_TESTS', '').split()
+    path_args = narrowed if narrowed and narrowed[0].startswith(path) else [path]
     if not os.path.isdir(os.path.join(COLL, path)) or not any(
             f.startswith('test_') for _, _, fs in os.walk(os.path.join(COLL, path)) for f in fs):
         return None
     junit = os.path.join(BUILD, path.replace('/', '_') + '.xml')
-    rc, _ = run([sys.executable, '-m', 'pytest', path, '-ra', '-p', 'no:cacheprovider',
+    rc, _ = run([sys.executable, '-m', 'pytest'] + path_args + ['-ra', '-p', 'no:cacheprovider',
                  '--junitxml', junit] + (extra or []), cwd=COLL)
     passed, failed, skipped = pytest_counts(junit)
     if rc != 0 and failed == 0:

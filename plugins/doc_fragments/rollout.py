@@ -9,7 +9,9 @@ __metaclass__ = type
 class ModuleDocFragment(object):
     """Options of the node rollout engine (plugins/module_utils/rollout/engine.py), shared by every
     module that drives it (mig_rollout, sharing_rollout); the argument spec is
-    node_rollout.rollout_argument_spec()."""
+    rollout.engine.rollout_argument_spec(), which also has the options each module documents in its
+    own words (assignments, operator_namespace, cluster_policy, config_map, mig_strategy,
+    mig_catalog_overrides, drain, verify)."""
 
     DOCUMENTATION = r'''
 options:

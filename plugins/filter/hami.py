@@ -2,10 +2,10 @@
 # Copyright: (c) 2026, gpuops.gpu contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""Filters for removing HAMi (gpuops.gpu.hami with hami_state=absent, gpuops.gpu.reset).
+"""Filters for installing and removing HAMi (gpuops.gpu.hami, and gpuops.gpu.reset for removal).
 
-Thin wrapper: the logic lives in module_utils.plans.hami. Documentation is in hami_removal_plan.yml
-and hami_releases.yml.
+Thin wrapper: the logic lives in module_utils.plans.hami. Documentation is in hami_install_plan.yml,
+hami_removal_plan.yml and hami_releases.yml.
 """
 
 from __future__ import (absolute_import, division, print_function)
@@ -14,6 +14,13 @@ __metaclass__ = type
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.gpuops.gpu.plugins.module_utils.plans import hami as hami_plan
+
+
+def hami_install_plan(config, cluster):
+    """The nodes to label, the ClusterPolicy whose device plugin HAMi replaces, and every input problem."""
+    if not isinstance(config, dict) or not isinstance(cluster, dict):
+        raise AnsibleFilterError('hami_install_plan: expects the settings and the cluster as mappings')
+    return hami_plan.install_plan(config, cluster)
 
 
 def hami_removal_plan(nodes, policies, pods, namespace, release, node_label, policy_name='',
@@ -36,4 +43,5 @@ class FilterModule(object):
     """gpuops.gpu HAMi filters."""
 
     def filters(self):
-        return {'hami_removal_plan': hami_removal_plan, 'hami_releases': hami_releases}
+        return {'hami_install_plan': hami_install_plan, 'hami_removal_plan': hami_removal_plan,
+                'hami_releases': hami_releases}

@@ -13,16 +13,13 @@ __metaclass__ = type
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.gpuops.gpu.plugins.module_utils.gpu.catalog import (
-    MigCatalogError,
-    require_product,
-)
 from ansible_collections.gpuops.gpu.plugins.module_utils.gpu.geometry import (
     MigGeometryError,
     geometry_errors,
     mig_capacity as _mig_capacity,
-    mig_parted_errors as _mig_parted_errors,
 )
+from ansible_collections.gpuops.gpu.plugins.module_utils.gpu.mig_parted import mig_parted_errors as _mig_parted_errors
+from ansible_collections.gpuops.gpu.plugins.module_utils.gpu.products import MigCatalogError, require_product
 
 
 def mig_geometry_errors(geometry, product, overrides=None):

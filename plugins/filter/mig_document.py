@@ -7,9 +7,11 @@ __metaclass__ = type
 
 from ansible.errors import AnsibleFilterError
 
+from ansible_collections.gpuops.gpu.plugins.module_utils.common.checks import type_name
 from ansible_collections.gpuops.gpu.plugins.module_utils.gpu.node import LABEL_PRODUCT, base_product
-from ansible_collections.gpuops.gpu.plugins.module_utils.gpu.catalog import MigCatalogError
-from ansible_collections.gpuops.gpu.plugins.module_utils.gpu.geometry import MigGeometryError, mig_parted_document
+from ansible_collections.gpuops.gpu.plugins.module_utils.gpu.geometry import MigGeometryError
+from ansible_collections.gpuops.gpu.plugins.module_utils.gpu.mig_configs import mig_parted_document
+from ansible_collections.gpuops.gpu.plugins.module_utils.gpu.products import MigCatalogError
 
 
 def gpu_base_product(value):
@@ -18,7 +20,7 @@ def gpu_base_product(value):
         value = value.get(LABEL_PRODUCT)
     if value is not None and not isinstance(value, str):
         raise AnsibleFilterError('gpu_base_product expects a product string or a labels dict, got %s'
-                                 % type(value).__name__)
+                                 % type_name(value))
     return base_product(value)
 
 

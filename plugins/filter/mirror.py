@@ -4,7 +4,8 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 """Filters for air-gapped installs: the mirror plan, the public-registry check, pull-secret merge.
 
-Thin wrappers: the logic lives in module_utils.plans.mirror and module_utils.common.image_ref.
+Thin wrappers: the logic lives in module_utils.plans.mirror, module_utils.common.air_gap and
+module_utils.common.docker_config.
 Documentation is in the sidecar files mirror_plan.yml, public_registry_references.yml and
 docker_config_merge.yml.
 """
@@ -14,8 +15,7 @@ __metaclass__ = type
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.gpuops.gpu.plugins.module_utils.common import image_ref
-
+from ansible_collections.gpuops.gpu.plugins.module_utils.common import air_gap, docker_config
 from ansible_collections.gpuops.gpu.plugins.module_utils.plans import mirror as plan_lib
 
 
@@ -30,16 +30,16 @@ def public_registry_references(objects, mirror=None, public_registries=None):
     """Places in Kubernetes objects that still name a public registry ([] when air-gap clean)."""
     if isinstance(objects, dict):
         objects = [objects]
-    return image_ref.public_registry_references(objects, mirror, public_registries)
+    return air_gap.public_registry_references(objects, mirror, public_registries)
 
 
 def docker_config_merge(existing, credentials):
     """Merge registry credentials into a base64 .dockerconfigjson, keeping every existing entry."""
-    errors = image_ref.credential_errors(credentials)
+    errors = docker_config.credential_errors(credentials)
     if errors:
         raise AnsibleFilterError('docker_config_merge: %s' % '; '.join(errors))
     try:
-        return image_ref.merge_docker_config(existing or '', credentials)
+        return docker_config.merge_docker_config(existing or '', credentials)
     except ValueError as exc:
         raise AnsibleFilterError('docker_config_merge: %s' % exc)
 

@@ -2,10 +2,11 @@
 # Copyright: (c) 2026, gpuops.gpu contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""Monitoring filters: validate and render the DCGM exporter metric list (dcgm-metrics.csv).
+"""Monitoring filters: check the monitoring role's settings, validate and render the DCGM exporter metric
+list (dcgm-metrics.csv).
 
 Thin wrappers: the logic lives in module_utils.plans.monitoring. Documentation is in the sidecar files
-dcgm_metrics_errors.yml and dcgm_metrics_csv.yml.
+monitoring_plan.yml, dcgm_metrics_errors.yml and dcgm_metrics_csv.yml.
 """
 
 from __future__ import (absolute_import, division, print_function)
@@ -13,21 +14,25 @@ __metaclass__ = type
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.gpuops.gpu.plugins.module_utils.plans import monitoring as dcgm_metrics
+from ansible_collections.gpuops.gpu.plugins.module_utils.plans import monitoring
 
 
 def dcgm_metrics_errors(metrics, required_fields=None, console_plugin=False):
     """List of problems in a DCGM exporter metric list ([] when valid)."""
-    required = list(required_fields or [])
-    if console_plugin:
-        required.extend(f for f in dcgm_metrics.CONSOLE_PLUGIN_FIELDS if f not in required)
-    return dcgm_metrics.metric_errors(metrics, required_fields=required)
+    return monitoring.metric_errors(metrics, required_fields=monitoring.required_fields(required_fields, console_plugin))
+
+
+def monitoring_plan(config, cluster=None):
+    """Every problem with the monitoring role's settings (and the cluster), the platform, the namespace."""
+    if not isinstance(config, dict) or not isinstance(cluster, (dict, type(None))):
+        raise AnsibleFilterError('monitoring_plan: expects the settings (and the cluster) as mappings')
+    return monitoring.monitoring_plan(config, cluster)
 
 
 def dcgm_metrics_csv(metrics):
     """The dcgm-metrics.csv text for a valid metric list."""
     try:
-        return dcgm_metrics.render_csv(metrics)
+        return monitoring.render_csv(metrics)
     except ValueError as exc:
         raise AnsibleFilterError('dcgm_metrics_csv: %s' % exc)
 
@@ -39,4 +44,5 @@ class FilterModule(object):
         return {
             'dcgm_metrics_errors': dcgm_metrics_errors,
             'dcgm_metrics_csv': dcgm_metrics_csv,
+            'monitoring_plan': monitoring_plan,
         }

@@ -5,7 +5,8 @@
 """Filters for GPU sharing: validate a device-plugin config or named profiles, render the
 device-plugin ConfigMap data, predict capacity, merge tolerations.
 
-Thin wrappers: the logic lives in module_utils.gpu.sharing and module_utils.gpu.tolerations.
+Thin wrappers: the logic lives in module_utils.gpu.sharing_checks, module_utils.gpu.sharing_render
+and module_utils.gpu.tolerations.
 Documentation is in the sidecar files sharing_config_errors.yml, sharing_profile_errors.yml,
 sharing_profiles_data.yml, sharing_capacity.yml and merge_tolerations.yml.
 """
@@ -15,20 +16,18 @@ __metaclass__ = type
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.gpuops.gpu.plugins.module_utils.gpu import sharing as sharing_config
-
-from ansible_collections.gpuops.gpu.plugins.module_utils.gpu import tolerations
+from ansible_collections.gpuops.gpu.plugins.module_utils.gpu import sharing_checks, sharing_render, tolerations
 
 
 def sharing_config_errors(config, mig_strategy=None, compute_capability=None):
     """List of problems in a device-plugin sharing config ([] when valid)."""
-    return sharing_config.sharing_config_errors(config, mig_strategy=mig_strategy,
+    return sharing_checks.sharing_config_errors(config, mig_strategy=mig_strategy,
                                                 compute_capability=compute_capability)
 
 
 def sharing_profile_errors(profiles, mig_strategy=None, default=None, reserved=('none', 'default')):
     """List of problems in named profiles {name: config} ([] when valid)."""
-    errors = sharing_config.profile_errors(profiles, mig_strategy=mig_strategy, default=default or None)
+    errors = sharing_checks.profile_errors(profiles, mig_strategy=mig_strategy, default=default or None)
     if isinstance(profiles, dict):
         errors.extend("profile name '%s' is reserved (none = unshared, default = follow the default profile); "
                       "name the profile differently" % name for name in sorted(profiles, key=str) if name in reserved)
@@ -38,7 +37,7 @@ def sharing_profile_errors(profiles, mig_strategy=None, default=None, reserved=(
 def sharing_profiles_data(profiles, mig_strategy=None):
     """The device-plugin ConfigMap data: {profile name: YAML text}, byte-identical on every run."""
     try:
-        return sharing_config.render_profiles(profiles, mig_strategy=mig_strategy)
+        return sharing_render.render_profiles(profiles, mig_strategy=mig_strategy)
     except ValueError as exc:
         raise AnsibleFilterError('sharing_profiles_data: %s' % exc)
 
@@ -46,7 +45,7 @@ def sharing_profiles_data(profiles, mig_strategy=None):
 def sharing_capacity(config, gpus=None, strategy=None, mig_resources=None):
     """Allocatable GPU resources a node advertises under the config."""
     try:
-        return sharing_config.sharing_capacity(config, gpus=gpus, strategy=strategy, mig_resources=mig_resources)
+        return sharing_render.sharing_capacity(config, gpus=gpus, strategy=strategy, mig_resources=mig_resources)
     except ValueError as exc:
         raise AnsibleFilterError('sharing_capacity: %s' % exc)
 

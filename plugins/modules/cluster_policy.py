@@ -27,6 +27,14 @@ description:
     validation, so a bad input fails before anything is stored.
   - Waits for C(status.state=ready).
   - The GPU operator honours a single ClusterPolicy; the module refuses to create a second one.
+extends_documentation_fragment: [kubernetes.core.k8s_auth_options, gpuops.gpu.auth]
+attributes:
+  check_mode:
+    support: full
+    details: The change is sent as a server-side dry run (validated and defaulted by the apiserver) and not stored.
+  diff_mode:
+    support: full
+    details: The ClusterPolicy spec before and after.
 options:
   name:
     description: ClusterPolicy name. Default is the existing ClusterPolicy, else the base's name, else C(gpu-cluster-policy).
@@ -70,19 +78,9 @@ options:
     type: int
     default: 600
   poll_interval:
-    description: Seconds between checks.
+    description: Seconds between reads of the ClusterPolicy while waiting for C(ready).
     type: float
     default: 2.0
-extends_documentation_fragment:
-  - kubernetes.core.k8s_auth_options
-  - gpuops.gpu.auth
-attributes:
-  check_mode:
-    support: full
-    details: The change is sent as a server-side dry run (validated and defaulted by the apiserver) and not stored.
-  diff_mode:
-    support: full
-    details: The ClusterPolicy spec before and after.
 seealso:
   - module: gpuops.gpu.olm_operator
 '''
@@ -143,21 +141,21 @@ state:
   type: str
   sample: ready
 api_requests:
-  description: Kubernetes API requests made.
+  description: Kubernetes API requests made (the server-side dry run and the reads of the wait included).
   returned: always
   type: int
 duration_s:
-  description: Wall time in seconds.
+  description: Wall time in seconds, including the wait for C(ready).
   returned: success
   type: float
 '''
 
-from ansible_collections.gpuops.gpu.plugins.module_utils.ops.cluster_policy import InputError, NotReady, run
-from ansible_collections.gpuops.gpu.plugins.module_utils.k8s.client import argument_spec, gpu_module, run_module
+from ansible_collections.gpuops.gpu.plugins.module_utils.k8s.runner import argument_spec, gpu_module, run_module
+from ansible_collections.gpuops.gpu.plugins.module_utils.ops.cluster_policy import run
 
 
 def main():
-    module = gpu_module(argument_spec=argument_spec(
+    run_module(gpu_module(argument_spec=argument_spec(
         name=dict(type='str'),
         alm_examples=dict(type='list', elements='dict'),
         base=dict(type='dict'),
@@ -168,8 +166,7 @@ def main():
         wait=dict(type='bool', default=True),
         wait_timeout=dict(type='int', default=600),
         poll_interval=dict(type='float', default=2.0),
-    ), mutually_exclusive=[('alm_examples', 'base')])
-    run_module(module, run, InputError, NotReady)
+    ), mutually_exclusive=[('alm_examples', 'base')]), run)
 
 
 if __name__ == '__main__':

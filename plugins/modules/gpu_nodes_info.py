@@ -27,6 +27,14 @@ description:
     narrowed to C(spec.nodeName=<node>) when a single node is selected). Lists are read in pages of
     500 objects.
   - Read-only. The module never changes the cluster and reports C(changed=false).
+extends_documentation_fragment: [kubernetes.core.k8s_auth_options, gpuops.gpu.auth]
+attributes:
+  check_mode:
+    support: full
+    details: The module is read-only and behaves the same in check mode.
+  diff_mode:
+    support: N/A
+    details: The module changes nothing, so there is nothing to diff.
 options:
   label_selector:
     description:
@@ -58,16 +66,6 @@ options:
       - With V(false) every selected node is returned; RV(nodes[].gpu_node) tells them apart.
     type: bool
     default: true
-extends_documentation_fragment:
-  - kubernetes.core.k8s_auth_options
-  - gpuops.gpu.auth
-attributes:
-  check_mode:
-    support: full
-    details: The module is read-only and behaves the same in check mode.
-  diff_mode:
-    support: N/A
-    details: The module changes nothing, so there is nothing to diff.
 notes:
   - Needs RBAC C(list) on C(nodes) and, unless O(include_pods=false), C(list) on C(pods) in all
     namespaces.
@@ -312,39 +310,17 @@ api_requests:
   sample: 2
 '''
 
-from ansible_collections.gpuops.gpu.plugins.module_utils.ops import inventory as gpu_inventory
-from ansible_collections.gpuops.gpu.plugins.module_utils.k8s.client import argument_spec, connect, gpu_module
+from ansible_collections.gpuops.gpu.plugins.module_utils.k8s.runner import argument_spec, gpu_module, run_module
+from ansible_collections.gpuops.gpu.plugins.module_utils.ops.inventory import run
 
 
 def main():
-    module = gpu_module(
-        argument_spec=argument_spec(
-            label_selector=dict(type='str'),
-            names=dict(type='list', elements='str'),
-            include_pods=dict(type='bool', default=True),
-            only_gpu_nodes=dict(type='bool', default=True),
-        ),
-        supports_check_mode=True,
-    )
-    params = module.params
-    conn = connect(module)
-    try:
-        result = gpu_inventory.gather(
-            conn.core,
-            label_selector=params['label_selector'],
-            names=params['names'],
-            include_pods=params['include_pods'],
-            only_gpu_nodes=params['only_gpu_nodes'],
-        )
-    except gpu_inventory.InventoryError as exc:
-        module.fail_json(msg=str(exc))
-    if result['not_found']:
-        module.warn('No node named %s%s.' % (', '.join(result['not_found']),
-                                             ' matches %s' % params['label_selector'] if params['label_selector'] else ''))
-    if result['not_gpu']:
-        module.warn('Left out, no NVIDIA GPUs: %s (set only_gpu_nodes=false to include them).'
-                    % ', '.join(result['not_gpu']))
-    module.exit_json(changed=False, **result)
+    run_module(gpu_module(argument_spec=argument_spec(
+        label_selector=dict(type='str'),
+        names=dict(type='list', elements='str'),
+        include_pods=dict(type='bool', default=True),
+        only_gpu_nodes=dict(type='bool', default=True),
+    )), run)
 
 
 if __name__ == '__main__':

@@ -25,6 +25,13 @@ description:
     reported as V(not-advertised).
   - The module leaves the cluster as it found it (with O(cleanup=true) the Jobs it created are gone when it
     returns), so it reports C(changed=false).
+extends_documentation_fragment: [kubernetes.core.k8s_auth_options, gpuops.gpu.auth]
+attributes:
+  check_mode:
+    support: full
+    details: Returns the cases it would run (status V(planned)) and creates nothing.
+  diff_mode:
+    support: none
 options:
   nodes:
     description:
@@ -139,15 +146,6 @@ options:
     description: Also fail when a resource has no schedulable capacity or is not advertised.
     type: bool
     default: false
-extends_documentation_fragment:
-  - kubernetes.core.k8s_auth_options
-  - gpuops.gpu.auth
-attributes:
-  check_mode:
-    support: full
-    details: Returns the cases it would run (status V(planned)) and creates nothing.
-  diff_mode:
-    support: none
 notes:
   - Needs RBAC to create, list and delete C(jobs), list C(pods) and get C(pods/log) in O(namespace).
   - On virtual (KWOK) nodes the pods of Jobs complete at once and no log can be read.
@@ -262,94 +260,37 @@ run_id:
   sample: 20261121-201512-4f2a
 '''
 
-import os
-import time
-
-from ansible_collections.gpuops.gpu.plugins.module_utils.plans import smoke as S
-from ansible_collections.gpuops.gpu.plugins.module_utils.k8s.client import argument_spec, connect, gpu_module
-from ansible_collections.gpuops.gpu.plugins.module_utils.ops.smoke import SmokeRunner
-
-try:
-    from kubernetes.client import BatchV1Api
-except ImportError:  # pragma: no cover - AnsibleK8SModule reports missing kubernetes
-    BatchV1Api = None
-
-GPU_TOLERATION = {'key': 'nvidia.com/gpu', 'operator': 'Exists', 'effect': 'NoSchedule'}
+from ansible_collections.gpuops.gpu.plugins.module_utils.k8s.runner import argument_spec, gpu_module, run_module
+from ansible_collections.gpuops.gpu.plugins.module_utils.ops.smoke import run
+from ansible_collections.gpuops.gpu.plugins.module_utils.gpu.tolerations import GPU_TOLERATION
+from ansible_collections.gpuops.gpu.plugins.module_utils.plans.smoke import GROUP_BY
 
 
 def main():
-    module = gpu_module(
-        argument_spec=argument_spec(
-            nodes=dict(type='list', elements='dict', required=True),
-            namespace=dict(type='str', default='gpuops-smoke-test'),
-            image=dict(type='str', default='nvcr.io/nvidia/k8s/cuda-sample:vectoradd-cuda12.5.0-ubuntu22.04'),
-            image_pull_policy=dict(type='str', default='IfNotPresent', choices=['Always', 'IfNotPresent', 'Never']),
-            image_pull_secrets=dict(type='list', elements='str', default=[], no_log=False),
-            command=dict(type='list', elements='str', default=[]),
-            args=dict(type='list', elements='str', default=[]),
-            resources=dict(type='list', elements='str', default=[]),
-            exclude_resources=dict(type='list', elements='str', default=[]),
-            group_by=dict(type='str', default='product', choices=list(S.GROUP_BY)),
-            tolerations=dict(type='list', elements='dict', default=[GPU_TOLERATION]),
-            node_selector=dict(type='dict', default={}),
-            security_context=dict(type='dict'),
-            wait_for=dict(type='str', default='completion', choices=['completion', 'running']),
-            timeout=dict(type='int', default=300),
-            stuck_timeout=dict(type='int', default=60),
-            poll_interval=dict(type='float', default=2.0),
-            expect_output=dict(type='str', default=''),
-            log_lines=dict(type='int', default=20),
-            cleanup=dict(type='bool', default=True),
-            fail_on_error=dict(type='bool', default=True),
-            fail_on_no_capacity=dict(type='bool', default=False),
-        ),
-        supports_check_mode=True,
-    )
-    p = module.params
-    for key in ('timeout', 'stuck_timeout', 'log_lines'):
-        if p[key] < 1:
-            module.fail_json(msg='%s must be at least 1, got %d' % (key, p[key]))
-    if p['poll_interval'] <= 0:
-        module.fail_json(msg='poll_interval must be greater than 0')
-    cases = S.plan_cases(p['nodes'], resources=p['resources'], exclude_resources=p['exclude_resources'],
-                         group_by=p['group_by'])
-    run_id = '%s-%s' % (time.strftime('%Y%m%d-%H%M%S', time.gmtime()), os.urandom(2).hex())
-    planned = [c for c in cases if c['status'] == S.PLANNED]
-    manifests = [S.job_manifest(c, p['namespace'], p['image'], run_id, command=p['command'], args=p['args'],
-                                tolerations=p['tolerations'], image_pull_secrets=p['image_pull_secrets'],
-                                image_pull_policy=p['image_pull_policy'], security_context=p['security_context'],
-                                node_selector=p['node_selector'], active_deadline_seconds=p['timeout'] + 60)
-                 for c in planned]
-    warnings = []
-    if not module.check_mode and planned:
-        conn = connect(module)
-        runner = SmokeRunner(conn.core, BatchV1Api(conn.core.api_client), p['namespace'], run_id,
-                             timeout=p['timeout'], stuck_timeout=p['stuck_timeout'],
-                             poll_interval=p['poll_interval'], wait_for=p['wait_for'],
-                             expect_output=p['expect_output'], log_lines=p['log_lines'], cleanup=p['cleanup'])
-        runner.run(planned, manifests)
-        warnings = runner.warnings
-    elif module.check_mode:
-        for case, manifest in zip(planned, manifests):
-            case['job'] = manifest['metadata']['name']
-    for warning in warnings:
-        module.warn(warning)
-    result = dict(changed=bool(planned) and not p['cleanup'] and not module.check_mode, cases=cases,
-                  summary=S.summarise(cases), table=S.table(cases), run_id=run_id)
-    problems = [c for c in cases if c['status'] in S.PROBLEMS]
-    no_capacity = [c for c in cases if c['status'] in S.NOT_RUN]
-    if not cases:
-        module.fail_json(msg='no GPU resource to test: the nodes advertise none (is the device plugin running?)',
-                         **result)
-    if p['fail_on_error'] and problems:
-        details = '; '.join('%s %s: %s %s' % (c['resource'], c.get('product') or '', c['status'], c.get('detail') or '')
-                            for c in problems)
-        module.fail_json(msg='GPU smoke test: %d of %d cases did not pass: %s' % (len(problems), len(cases), details),
-                         **result)
-    if p['fail_on_no_capacity'] and no_capacity:
-        module.fail_json(msg='GPU smoke test: no schedulable capacity for %s' % '; '.join(
-            '%s %s (%s)' % (c['resource'], c.get('product') or '', c.get('reason')) for c in no_capacity), **result)
-    module.exit_json(**result)
+    run_module(gpu_module(argument_spec=argument_spec(
+        nodes=dict(type='list', elements='dict', required=True),
+        namespace=dict(type='str', default='gpuops-smoke-test'),
+        image=dict(type='str', default='nvcr.io/nvidia/k8s/cuda-sample:vectoradd-cuda12.5.0-ubuntu22.04'),
+        image_pull_policy=dict(type='str', default='IfNotPresent', choices=['Always', 'IfNotPresent', 'Never']),
+        image_pull_secrets=dict(type='list', elements='str', default=[], no_log=False),
+        command=dict(type='list', elements='str', default=[]),
+        args=dict(type='list', elements='str', default=[]),
+        resources=dict(type='list', elements='str', default=[]),
+        exclude_resources=dict(type='list', elements='str', default=[]),
+        group_by=dict(type='str', default='product', choices=list(GROUP_BY)),
+        tolerations=dict(type='list', elements='dict', default=[GPU_TOLERATION]),
+        node_selector=dict(type='dict', default={}),
+        security_context=dict(type='dict'),
+        wait_for=dict(type='str', default='completion', choices=['completion', 'running']),
+        timeout=dict(type='int', default=300),
+        stuck_timeout=dict(type='int', default=60),
+        poll_interval=dict(type='float', default=2.0),
+        expect_output=dict(type='str', default=''),
+        log_lines=dict(type='int', default=20),
+        cleanup=dict(type='bool', default=True),
+        fail_on_error=dict(type='bool', default=True),
+        fail_on_no_capacity=dict(type='bool', default=False),
+    )), run, lazy=True)
 
 
 if __name__ == '__main__':

@@ -25,6 +25,14 @@ description:
     killed is finished by the next run, and only nodes this module cordoned are uncordoned.
   - A failed or stuck node stops the rollout; it stays cordoned with the reason in the
     C(gpuops.gpu/rollout-reason) annotation and a Warning Event, and nodes not yet started stay untouched.
+extends_documentation_fragment: [kubernetes.core.k8s_auth_options, gpuops.gpu.auth, gpuops.gpu.rollout]
+attributes:
+  check_mode:
+    support: full
+    details: Returns the plan (batches, pods to evict, PodDisruptionBudgets that would block) and writes nothing.
+  diff_mode:
+    support: full
+    details: Shows the label changes per node.
 options:
   assignments:
     description:
@@ -40,14 +48,16 @@ options:
         type: str
         required: true
       nodes:
-        description: Node names.
+        description: Names of the nodes that get O(assignments[].config).
         type: list
         elements: str
       label_selector:
-        description: A label selector string, for example C(node-role.kubernetes.io/gpu-a100=,pool!=spot).
+        description:
+          - A Kubernetes label selector, as C(kubectl get nodes -l) takes it, for example
+            C(node-role.kubernetes.io/gpu-a100=,pool!=spot) or C(pool notin (spot,preemptible)).
         type: str
       selector:
-        description: Labels the nodes must carry (equality), as a dict.
+        description: Labels the nodes must carry (equality), as a dict; combined with O(assignments[].label_selector).
         type: dict
   operator_namespace:
     description: Namespace of the GPU operator (where the mig-parted ConfigMap lives).
@@ -93,17 +103,6 @@ options:
     description: When a node is stuck in C(pending), cycle the label once before failing (gpu-operator issue 2833).
     type: bool
     default: false
-extends_documentation_fragment:
-  - kubernetes.core.k8s_auth_options
-  - gpuops.gpu.auth
-  - gpuops.gpu.rollout
-attributes:
-  check_mode:
-    support: full
-    details: Returns the plan (batches, pods to evict, PodDisruptionBudgets that would block) and writes nothing.
-  diff_mode:
-    support: full
-    details: Shows the label changes per node.
 '''
 
 EXAMPLES = r'''
@@ -136,11 +135,11 @@ EXAMPLES = r'''
 
 RETURN = r'''
 changed:
-  description: Whether any node was (or, in check mode, would be) changed.
+  description: Whether any node was (or, in check mode, would be) reconfigured, cordoned or uncordoned.
   returned: always
   type: bool
 batches:
-  description: Node names per batch, in order.
+  description: Node names per batch, in order; the nodes of a batch change their MIG configuration together.
   returned: always
   type: list
   elements: list
@@ -168,45 +167,33 @@ config_map:
   returned: success
   type: str
 untouched:
-  description: Nodes not started because the rollout stopped on a failure.
+  description: Nodes not started because the rollout stopped on a failure; their MIG configuration is unchanged.
   returned: failure
   type: list
   elements: str
 api_requests:
-  description: Kubernetes API requests made.
+  description: Kubernetes API requests made (ClusterPolicy and ConfigMap reads, node reads and writes, evictions, Events).
   returned: success
   type: int
 duration_s:
-  description: Wall time of the run in seconds.
+  description: Wall time of the run in seconds, including the MIG manager's reconfiguration of every node.
   returned: success
   type: float
 '''
 
-from ansible_collections.gpuops.gpu.plugins.module_utils.k8s.client import argument_spec, gpu_module, run_module
-from ansible_collections.gpuops.gpu.plugins.module_utils.rollout.mig import InputError, RolloutFailed, run
+from ansible_collections.gpuops.gpu.plugins.module_utils.k8s.runner import argument_spec, gpu_module, run_module
 from ansible_collections.gpuops.gpu.plugins.module_utils.rollout.engine import rollout_argument_spec
+from ansible_collections.gpuops.gpu.plugins.module_utils.rollout.mig import run
 
 
 def main():
-    module = gpu_module(argument_spec=argument_spec(
-        assignments=dict(type='list', elements='dict', required=True, options=dict(
-            config=dict(type='str', required=True),
-            nodes=dict(type='list', elements='str'),
-            label_selector=dict(type='str'),
-            selector=dict(type='dict'),
-        )),
-        operator_namespace=dict(type='str', default='nvidia-gpu-operator'),
-        cluster_policy=dict(type='str'),
-        config_map=dict(type='str'),
+    run_module(gpu_module(argument_spec=argument_spec(
         config_document=dict(type='dict'),
-        mig_strategy=dict(type='str', choices=['none', 'single', 'mixed']),
-        mig_catalog_overrides=dict(type='dict'),
         state_timeout=dict(type='int', default=600),
         reboot_timeout=dict(type='int', default=1800),
         retry_stuck=dict(type='bool', default=False),
-        **rollout_argument_spec()
-    ))
-    run_module(module, run, InputError, RolloutFailed)
+        **rollout_argument_spec('config')
+    )), run)
 
 
 if __name__ == '__main__':

@@ -28,6 +28,14 @@ description:
     re-reads the object and plans again.
   - A MachineSet template change applies to the Machines created afterwards; tainting the nodes the
     MachineSet already has is done by selecting them as nodes too.
+extends_documentation_fragment: [kubernetes.core.k8s_auth_options, gpuops.gpu.auth]
+attributes:
+  check_mode:
+    support: full
+    details: Returns the planned changes per object and writes nothing.
+  diff_mode:
+    support: full
+    details: The taints of every changed object before and after.
 options:
   taints:
     description:
@@ -76,16 +84,6 @@ options:
     description: How many times a write refused with HTTP 409 (concurrent change) is planned again.
     type: int
     default: 5
-extends_documentation_fragment:
-  - kubernetes.core.k8s_auth_options
-  - gpuops.gpu.auth
-attributes:
-  check_mode:
-    support: full
-    details: Returns the planned changes per object and writes nothing.
-  diff_mode:
-    support: full
-    details: The taints of every changed object before and after.
 notes:
   - Needs RBAC C(get), C(list) and C(patch) on C(nodes) and, for MachineSets, on
     C(machinesets.machine.openshift.io) in O(machine_namespace).
@@ -189,12 +187,12 @@ changed_objects:
   sample: ["Node/a100-0", "MachineSet/gpu-a100"]
 '''
 
-from ansible_collections.gpuops.gpu.plugins.module_utils.k8s.client import argument_spec, gpu_module, run_module
-from ansible_collections.gpuops.gpu.plugins.module_utils.ops.taints import InputError, run
+from ansible_collections.gpuops.gpu.plugins.module_utils.k8s.runner import argument_spec, gpu_module, run_module
+from ansible_collections.gpuops.gpu.plugins.module_utils.ops.taints import run
 
 
 def main():
-    module = gpu_module(argument_spec=argument_spec(
+    run_module(gpu_module(argument_spec=argument_spec(
         taints=dict(type='list', elements='dict', default=[]),
         state=dict(type='str', choices=['present', 'absent'], default='present'),
         nodes=dict(type='list', elements='str', default=[]),
@@ -205,8 +203,7 @@ def main():
         remove=dict(type='list', elements='str', default=[]),
         require_match=dict(type='bool', default=True),
         conflict_retries=dict(type='int', default=5),
-    ))
-    run_module(module, run, input_errors=(InputError,))
+    )), run)
 
 
 if __name__ == '__main__':

@@ -30,6 +30,14 @@ description:
     C(Succeeded).
   - Returns the CSV's C(alm-examples) (parsed) and C(relatedImages), the input of
     M(gpuops.gpu.cluster_policy) and of image mirroring.
+extends_documentation_fragment: [kubernetes.core.k8s_auth_options, gpuops.gpu.auth]
+attributes:
+  check_mode:
+    support: full
+    details: Runs every check, writes nothing, returns the planned RV(actions); RV(csv) is the pinned or channel-head CSV.
+  diff_mode:
+    support: full
+    details: Namespace labels, OperatorGroup and Subscription spec before and after.
 options:
   package:
     description: OLM package name, for example C(gpu-operator-certified) or C(nfd).
@@ -98,24 +106,16 @@ options:
     description: Seconds to wait for the CSV.
     type: int
     default: 600
-  catalog_timeout:
-    description: Seconds to wait for the CatalogSource to become C(READY) before failing (nothing is written before).
-    type: int
-    default: 120
   poll_interval:
-    description: Seconds between checks.
+    description: Seconds between reads while waiting for the CatalogSource, the InstallPlan and the CSV.
     type: float
     default: 2.0
-extends_documentation_fragment:
-  - kubernetes.core.k8s_auth_options
-  - gpuops.gpu.auth
-attributes:
-  check_mode:
-    support: full
-    details: Runs every check, writes nothing, returns the planned RV(actions); RV(csv) is the pinned or channel-head CSV.
-  diff_mode:
-    support: full
-    details: Namespace labels, OperatorGroup and Subscription spec before and after.
+  catalog_timeout:
+    description:
+      - Seconds to wait for the CatalogSource to become C(READY) before failing (nothing is written before).
+      - In check mode the CatalogSource is read once, without waiting.
+    type: int
+    default: 120
 seealso:
   - module: gpuops.gpu.cluster_policy
 '''
@@ -225,21 +225,21 @@ rolled_back:
   type: list
   elements: str
 api_requests:
-  description: Kubernetes API requests made.
+  description: Kubernetes API requests made (the reads of the catalog and install waits included).
   returned: always
   type: int
 duration_s:
-  description: Wall time in seconds.
+  description: Wall time in seconds, including the waits for the catalog and the CSV.
   returned: success
   type: float
 '''
 
-from ansible_collections.gpuops.gpu.plugins.module_utils.k8s.client import argument_spec, gpu_module, run_module
-from ansible_collections.gpuops.gpu.plugins.module_utils.ops.olm import InputError, InstallFailed, run
+from ansible_collections.gpuops.gpu.plugins.module_utils.k8s.runner import argument_spec, gpu_module, run_module
+from ansible_collections.gpuops.gpu.plugins.module_utils.ops.olm import run
 
 
 def main():
-    module = gpu_module(argument_spec=argument_spec(
+    run_module(gpu_module(argument_spec=argument_spec(
         package=dict(type='str', required=True),
         namespace=dict(type='str', required=True),
         channel=dict(type='str'),
@@ -257,8 +257,7 @@ def main():
         wait_timeout=dict(type='int', default=600),
         catalog_timeout=dict(type='int', default=120),
         poll_interval=dict(type='float', default=2.0),
-    ))
-    run_module(module, run, InputError, InstallFailed)
+    )), run)
 
 
 if __name__ == '__main__':

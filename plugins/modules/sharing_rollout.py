@@ -31,6 +31,14 @@ description:
     right are not touched.
   - Resumable - progress is kept in C(gpuops.gpu/*) annotations on the nodes, so a run that was killed is finished
     by the next run, and only nodes this module cordoned are uncordoned.
+extends_documentation_fragment: [kubernetes.core.k8s_auth_options, gpuops.gpu.auth, gpuops.gpu.rollout]
+attributes:
+  check_mode:
+    support: full
+    details: Returns the plan (batches, label changes, plugin restarts, expected resources, pods to evict) and writes nothing.
+  diff_mode:
+    support: full
+    details: Shows the label and allocatable changes per node.
 options:
   assignments:
     description:
@@ -54,14 +62,14 @@ options:
         type: str
         required: true
       nodes:
-        description: Node names.
+        description: Names of the nodes that get O(assignments[].profile).
         type: list
         elements: str
       label_selector:
-        description: A label selector string, for example C(gpuops.dev/pool=inference).
+        description: A Kubernetes label selector (the syntax of C(kubectl get nodes -l)), for example C(gpuops.dev/pool=inference).
         type: str
       selector:
-        description: Labels the nodes must carry (equality), as a dict.
+        description: Labels the nodes must carry (equality), as a dict; both selectors apply when both are given.
         type: dict
   operator_namespace:
     description: Namespace of the GPU operator (the device-plugin ConfigMap and pods).
@@ -116,17 +124,6 @@ options:
     description: Check that the node's allocatable GPU resources match the profile.
     type: bool
     default: true
-extends_documentation_fragment:
-  - kubernetes.core.k8s_auth_options
-  - gpuops.gpu.auth
-  - gpuops.gpu.rollout
-attributes:
-  check_mode:
-    support: full
-    details: Returns the plan (batches, label changes, plugin restarts, expected resources, pods to evict) and writes nothing.
-  diff_mode:
-    support: full
-    details: Shows the label and allocatable changes per node.
 '''
 
 EXAMPLES = r'''
@@ -160,11 +157,11 @@ EXAMPLES = r'''
 
 RETURN = r'''
 changed:
-  description: Whether any node was (or, in check mode, would be) changed.
+  description: Whether any node was (or, in check mode, would be) relabelled, restarted, cordoned or uncordoned.
   returned: always
   type: bool
 batches:
-  description: Node names per batch, in order.
+  description: Node names per batch, in order; the nodes of a batch change their sharing profile together.
   returned: always
   type: list
   elements: list
@@ -207,47 +204,35 @@ unshared_profile:
   returned: success
   type: str
 untouched:
-  description: Nodes not started because the rollout stopped on a failure.
+  description: Nodes not started because the rollout stopped on a failure; their sharing profile is unchanged.
   returned: failure
   type: list
   elements: str
 api_requests:
-  description: Kubernetes API requests made.
+  description: Kubernetes API requests made (node reads and writes, evictions, device-plugin pod restarts, Events).
   returned: success
   type: int
 duration_s:
-  description: Wall time of the run in seconds.
+  description: Wall time of the run in seconds, including the device plugin restarts and GPU feature discovery.
   returned: success
   type: float
 '''
 
-from ansible_collections.gpuops.gpu.plugins.module_utils.k8s.client import argument_spec, gpu_module, run_module
+from ansible_collections.gpuops.gpu.plugins.module_utils.k8s.runner import argument_spec, gpu_module, run_module
 from ansible_collections.gpuops.gpu.plugins.module_utils.rollout.engine import rollout_argument_spec
-from ansible_collections.gpuops.gpu.plugins.module_utils.rollout.sharing import InputError, RolloutFailed, run
+from ansible_collections.gpuops.gpu.plugins.module_utils.rollout.sharing import run
 from ansible_collections.gpuops.gpu.plugins.module_utils.rollout.sharing_kind import RESTART_SELECTOR
 
 
 def main():
-    module = gpu_module(argument_spec=argument_spec(
-        assignments=dict(type='list', elements='dict', required=True, options=dict(
-            profile=dict(type='str', required=True),
-            nodes=dict(type='list', elements='str'),
-            label_selector=dict(type='str'),
-            selector=dict(type='dict'),
-        )),
-        operator_namespace=dict(type='str', default='nvidia-gpu-operator'),
-        cluster_policy=dict(type='str'),
-        config_map=dict(type='str'),
+    run_module(gpu_module(argument_spec=argument_spec(
         profiles=dict(type='dict'),
         default_profile=dict(type='str'),
         unshared_profile=dict(type='str'),
-        mig_strategy=dict(type='str', choices=['none', 'single', 'mixed']),
-        mig_catalog_overrides=dict(type='dict'),
         restart_pod_selector=dict(type='str', default=RESTART_SELECTOR),
         state_timeout=dict(type='int', default=300),
-        **rollout_argument_spec()
-    ))
-    run_module(module, run, InputError, RolloutFailed)
+        **rollout_argument_spec('profile')
+    )), run)
 
 
 if __name__ == '__main__':

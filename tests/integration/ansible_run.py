@@ -1,5 +1,11 @@
-"""Run gpuops.gpu modules and roles through ansible-playbook against the virtual GPU cluster, the way
-users (and AWX) do: a playbook on localhost, the connection from K8S_AUTH_KUBECONFIG."""
+"""The one runner of the integration tests: gpuops.gpu modules and roles through ansible-playbook against
+the virtual GPU cluster, the way users (and AWX) do: a playbook on localhost, the connection from
+K8S_AUTH_KUBECONFIG.
+
+    run_role(kubeconfig, 'mig', variables, check=True)          one role (check mode, --diff, tasks after it)
+    run_play(kubeconfig, [include('nfd'), include('gpu_operator')], vars=variables)   any tasks
+    run_play_stats(...)                                          run_play plus the play's change/failure counts
+"""
 
 import json
 import os
@@ -33,17 +39,44 @@ def run_play(kubeconfig, tasks, check=False, diff=False, extra_env=None, timeout
     finally:
         os.unlink(path)
     results = {}
-    try:
-        out = json.loads(proc.stdout[proc.stdout.index('{'):])
-        for play_out in out.get('plays', []):
-            for task in play_out.get('tasks', []):
-                name = task['task']['name']
-                result = task['hosts'].get('localhost', {})
-                results[name] = result
-                results.setdefault(name.split(' : ', 1)[-1], result)  # role tasks: "role : name"
-    except (ValueError, KeyError):
-        pass
+    for play_out in callback_output(proc.stdout).get('plays', []):
+        for task in play_out.get('tasks', []):
+            name = task['task']['name']
+            result = task['hosts'].get('localhost', {})
+            results[name] = result
+            results.setdefault(name.split(' : ', 1)[-1], result)  # role tasks: "role : name"
     return proc.returncode, results, proc.stdout + proc.stderr
+
+
+def callback_output(raw):
+    """The ansible.posix.json callback's document at the start of ``raw`` ({} when there is none)."""
+    try:
+        return json.JSONDecoder().raw_decode(raw[raw.index('{'):])[0]
+    except ValueError:
+        return {}
+
+
+def task_results(raw):
+    """[(task name without its role prefix, result)] in the order they ran (a name may repeat: a role
+    included twice)."""
+    return [(task['task']['name'].split(' : ', 1)[-1], task['hosts'].get('localhost', {}))
+            for play in callback_output(raw).get('plays', []) for task in play.get('tasks', [])]
+
+
+def include(role, variables=None, name=None, check_mode=None):
+    """An include_role task for gpuops.gpu.<role> (its own ``vars``; ``check_mode`` applies to its tasks only)."""
+    task = {'name': name or role, 'ansible.builtin.include_role': {'name': 'gpuops.gpu.' + role}}
+    if check_mode is not None:
+        task['ansible.builtin.include_role']['apply'] = {'check_mode': check_mode}
+    if variables:
+        task['vars'] = variables
+    return task
+
+
+def run_role(kubeconfig, role, variables=None, check=False, diff=False, extra_tasks=()):
+    """(rc, results by task name, raw output) of one run of gpuops.gpu.<role> with ``variables`` as play
+    vars, under --check / --diff when asked, followed by ``extra_tasks`` in the same play."""
+    return run_play(kubeconfig, [include(role)] + list(extra_tasks), check=check, diff=diff, vars=variables)
 
 
 def changed_tasks(results):
@@ -56,13 +89,8 @@ def run_play_stats(kubeconfig, tasks, check=False, diff=False, vars=None):
     """run_play plus the play's stats (changed/failed counts over every task, role tasks included);
     the report puts the failed tasks first, so an assertion message shows why a run failed."""
     rc, results, raw = run_play(kubeconfig, tasks, check=check, diff=diff, vars=vars)
-    try:
-        out = json.loads(raw[raw.index('{'):raw.rindex('}') + 1])
-        stats = out['stats']['localhost']
-        failed = ['%s: %s' % (t['task']['name'], t['hosts']['localhost'].get('msg'))
-                  for p in out['plays'] for t in p['tasks'] if t['hosts'].get('localhost', {}).get('failed')]
-    except (ValueError, KeyError):
-        stats, failed = {}, []
+    stats = callback_output(raw).get('stats', {}).get('localhost', {})
+    failed = ['%s: %s' % (name, result.get('msg')) for name, result in task_results(raw) if result.get('failed')]
     return rc, results, stats, '\n'.join(failed) + '\n' + raw[-4000:]
 
 

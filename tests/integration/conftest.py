@@ -93,25 +93,36 @@ def api_client(testbed):
     return kubernetes.config.new_client_from_config(config_file=testbed.kubeconfig)
 
 
-@pytest.fixture(scope="module")
-def core(api_client):
-    import kubernetes
+def _api_fixture(name, api_class):
+    """A module-scoped fixture ``name``: kubernetes.client.<api_class> over the testbed's api_client."""
+    def api(api_client):
+        import kubernetes
 
-    return kubernetes.client.CoreV1Api(api_client)
-
-
-@pytest.fixture(scope="module")
-def custom(api_client):
-    import kubernetes
-
-    return kubernetes.client.CustomObjectsApi(api_client)
+        return getattr(kubernetes.client, api_class)(api_client)
+    api.__doc__ = f"kubernetes.client.{api_class} on the module's virtual GPU cluster."
+    return pytest.fixture(scope="module", name=name)(api)
 
 
-@pytest.fixture(scope="module")
-def apps(api_client):
-    import kubernetes
+# the one set of API fixtures of the integration tests
+core = _api_fixture("core", "CoreV1Api")
+custom = _api_fixture("custom", "CustomObjectsApi")
+apps = _api_fixture("apps", "AppsV1Api")
+batch = _api_fixture("batch", "BatchV1Api")
+policy = _api_fixture("policy", "PolicyV1Api")
+rbac = _api_fixture("rbac", "RbacAuthorizationV1Api")
+extensions = _api_fixture("extensions", "ApiextensionsV1Api")
+admission = _api_fixture("admission", "AdmissionregistrationV1Api")
 
-    return kubernetes.client.AppsV1Api(api_client)
+
+@pytest.fixture(scope="session")
+def helm():
+    """The helm binary (built once from its Go module by tests/testbed/hack/install-helm.sh and cached;
+    seconds when cached)."""
+    proc = subprocess.run([os.path.join(REPO, "tests", "testbed", "hack", "install-helm.sh")],
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, check=False)
+    if proc.returncode != 0:
+        pytest.fail("tests/testbed/hack/install-helm.sh failed:\n" + proc.stderr[-3000:])
+    return proc.stdout.strip().splitlines()[-1]
 
 
 def create_namespace(core, name, labels=None):
@@ -142,8 +153,10 @@ def namespace(core, request):
     core.delete_namespace(name)
 
 
-def wait_until(what: str, fn, timeout: float = 60.0, interval: float = 0.5):
-    """Poll fn() until it returns a truthy value; fail the test with `what` on timeout."""
+def wait_until(what, fn, timeout: float = 60.0, interval: float = 0.5):
+    """The one wait of the integration tests: poll fn() every `interval` seconds until it returns a
+    truthy value, and return that value; on timeout fail the test with `what` (a text, or a function
+    returning one, called then: it can report what fn saw)."""
     deadline = time.monotonic() + timeout
     last = None
     while time.monotonic() < deadline:
@@ -151,4 +164,5 @@ def wait_until(what: str, fn, timeout: float = 60.0, interval: float = 0.5):
         if last:
             return last
         time.sleep(interval)
-    pytest.fail(f"timed out after {timeout:.0f}s waiting for {what} (last value: {last!r})")
+    pytest.fail(f"timed out after {timeout:.0f}s waiting for {what() if callable(what) else what} "
+                f"(last value: {last!r})")

@@ -1,25 +1,32 @@
-"""Helpers shared by the quotas / hami / reset integration tests: the ClusterPolicy NVIDIA ships in
-its OLM bundle (read from the gpu-operator Go module at test time, never copied), created and
-reconciled to ready by the real gpu-operator of the virtual GPU cluster; a device-plugin sharing
-config (time-slicing) switched on the way a user of the operator would."""
+"""Helpers shared by the integration tests around the GPU operator: the ClusterPolicy NVIDIA ships in its
+OLM bundle (read from the gpu-operator Go module at test time, never copied), created and reconciled to
+ready by the real gpu-operator of the virtual GPU cluster; a device-plugin sharing config (time-slicing)
+switched on the way a user of the operator would; the nfd + gpu_operator install both install tests
+run (OLM and Helm) with the variables they share."""
 
-import os
 import time
 
 import yaml
 
+from ansible_collections.gpuops.gpu.plugins.module_utils.common.names import CLUSTER_POLICY as CP
+from ansible_run import include
 from cluster_policy_example import clusterpolicy_example
 from conftest import wait_until
 
-REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-CP = ('nvidia.com', 'v1', 'clusterpolicies')
 POLICY_NAME = 'gpu-cluster-policy'
 MANAGED = {'app.kubernetes.io/managed-by': 'gpuops.gpu'}
-
-
-def wait_for(predicate, timeout=120, interval=0.5, what='condition'):
-    """conftest.wait_until with the predicate first (the order these helpers' callers use)."""
-    return wait_until(what, predicate, timeout, interval)
+GPU_TOL = {'key': 'nvidia.com/gpu', 'operator': 'Exists', 'effect': 'NoSchedule'}
+DEDICATED = {'key': 'dedicated', 'operator': 'Equal', 'value': 'gpu', 'effect': 'NoSchedule'}
+INSTALL_ROLES = [include('nfd'), include('gpu_operator')]
+INSTALL_VARS = {  # what the OLM and the Helm install tests share
+    'nfd_gpu_node_selector': 'gpuops.dev/pool',   # the testbed's GPU node groups
+    'nfd_worker_tolerations': [DEDICATED],
+    'nfd_poll_interval': 1,
+    'gpu_operator_mig_strategy': 'mixed',
+    'gpu_operator_daemonset_tolerations': [DEDICATED],
+    'gpu_operator_poll_interval': 1,
+    'gpu_operator_ready_timeout': 180,
+}
 
 
 def get_policy(custom, name=POLICY_NAME):
@@ -30,8 +37,8 @@ def ensure_cluster_policy(custom, name=POLICY_NAME, timeout=240):
     """Create the CSV example ClusterPolicy (unless there is one) and wait for state ready."""
     if not custom.list_cluster_custom_object(*CP).get('items'):
         custom.create_cluster_custom_object(*CP, clusterpolicy_example(name))
-    return wait_for(lambda: (get_policy(custom, name).get('status') or {}).get('state') == 'ready',
-                    timeout, 1, 'ClusterPolicy %s ready' % name)
+    return wait_until('ClusterPolicy %s ready' % name,
+                      lambda: (get_policy(custom, name).get('status') or {}).get('state') == 'ready', timeout, 1)
 
 
 def time_slicing_config(replicas):
@@ -53,23 +60,21 @@ def enable_time_slicing(core, custom, namespace, nodes, replicas=4, cm_name='gpu
                                                                                                'default': ''}}}})
     for node in nodes:
         core.patch_node(node, {'metadata': {'labels': {'nvidia.com/device-plugin.config': key}}})
-    wait_for(lambda: all((core.read_node(n).metadata.labels or {}).get('nvidia.com/gpu.replicas') == str(replicas)
-                         for n in nodes), 90, 0.5, 'nvidia.com/gpu.replicas=%d on %s' % (replicas, nodes))
+    wait_until('nvidia.com/gpu.replicas=%d on %s' % (replicas, nodes), lambda: all(
+        (core.read_node(n).metadata.labels or {}).get('nvidia.com/gpu.replicas') == str(replicas) for n in nodes), 90)
 
 
 def wait_quiet(core, quiet=3.0, timeout=90):
     """Wait until no node object has changed for ``quiet`` seconds (the simulated device plugins and the
     operator settle after a ClusterPolicy change), so that "nothing was written" can be checked."""
-    end = time.monotonic() + timeout
-    last, since = None, time.monotonic()
-    while time.monotonic() < end:
+    seen = {'versions': None, 'since': 0.0}
+
+    def quiet_long_enough():
         now = dict((n.metadata.name, n.metadata.resource_version) for n in core.list_node().items)
-        if now != last:
-            last, since = now, time.monotonic()
-        elif time.monotonic() - since >= quiet:
-            return
-        time.sleep(0.5)
-    raise AssertionError('nodes kept changing for %ss' % timeout)
+        if now != seen['versions']:
+            seen.update(versions=now, since=time.monotonic())
+        return time.monotonic() - seen['since'] >= quiet
+    wait_until('no node to change for %ss' % quiet, quiet_long_enough, timeout)
 
 
 WRITABLE_LABELS = ('gpu', 'nvidia.com/mig.config', 'nvidia.com/device-plugin.config')

@@ -5,11 +5,10 @@ import json
 import time
 
 import pytest
-from kubernetes import client, config as kconfig
 
-from ansible_run import run_play
-from role_cases import failures
+from ansible_run import changed_tasks, run_role
 from conftest import wait_until
+from role_cases import assert_failed, failures
 
 NS = 'openshift-machine-api'
 ACC = 'cluster-api/accelerator'
@@ -43,17 +42,10 @@ def machineset(name, provider, annotations=None):
                                            'providerSpec': {'value': provider}}}}}
 
 
-@pytest.fixture(scope='module')
-def api(testbed):
-    api_client = kconfig.new_client_from_config(config_file=testbed.kubeconfig)
-    return client.CustomObjectsApi(api_client), client.CoreV1Api(api_client)
-
-
 @pytest.fixture(scope='module', autouse=True)
-def machine_sets(api):
+def machine_sets(custom, core):
     """An OpenShift-like machine-api namespace: a CPU worker (provider annotations say 0 GPUs), an AWS GPU
     MachineSet (p4d.24xlarge, annotations not filled in yet) and a vSphere worker to copy vGPU MachineSets from."""
-    custom, core = api
     core.create_namespace({'metadata': {'name': NS}})
     wait_until('default ServiceAccount', lambda: core.list_namespaced_service_account(NS).items, 30)
     aws = {'apiVersion': 'machine.openshift.io/v1beta1', 'kind': 'AWSMachineProviderConfig',
@@ -67,15 +59,9 @@ def machine_sets(api):
         custom.create_namespaced_custom_object('machine.openshift.io', 'v1beta1', NS, 'machinesets', obj)
 
 
-def role(kubeconfig, variables, check=False):
-    tasks = [{'name': 'autoscaling', 'ansible.builtin.include_role': {'name': 'gpuops.gpu.autoscaling'}}]
-    return run_play(kubeconfig, tasks, check=check, vars=variables)
-
-
-def snapshot(api):
+def snapshot(custom):
     """What the role may write: MachineSets (labels, annotations, spec: the simulated machine-api writes
     their status), MachineAutoscalers, ClusterAutoscalers."""
-    custom, _core = api
     ms = custom.list_namespaced_custom_object('machine.openshift.io', 'v1beta1', NS, 'machinesets')['items']
     mas = custom.list_namespaced_custom_object('autoscaling.openshift.io', 'v1beta1', NS, 'machineautoscalers')['items']
     cas = custom.list_cluster_custom_object('autoscaling.openshift.io', 'v1', 'clusterautoscalers')['items']
@@ -84,12 +70,12 @@ def snapshot(api):
             sorted(m['metadata']['name'] for m in mas), [c['metadata']['name'] for c in cas])
 
 
-def get_ms(api, name):
-    return api[0].get_namespaced_custom_object('machine.openshift.io', 'v1beta1', NS, 'machinesets', name)
+def get_ms(custom, name):
+    return custom.get_namespaced_custom_object('machine.openshift.io', 'v1beta1', NS, 'machinesets', name)
 
 
-def test_bad_inputs_fail_before_writing(testbed, api):
-    before = snapshot(api)
+def test_bad_inputs_fail_before_writing(testbed, custom):
+    before = snapshot(custom)
     gpu = GOOD['autoscaling_machine_sets'][0]
     cases = {
         'resource-name-as-type': [dict(gpu, accelerator='nvidia.com/gpu')],
@@ -109,28 +95,24 @@ def test_bad_inputs_fail_before_writing(testbed, api):
                 'limits-type-mismatch': 'nvidia-a100-sxm4 matches no GPU MachineSet',
                 'selector-matches-all': 'matches every MachineSet',
                 'cpu-machineset': 'has machine.openshift.io/GPU=0'}
-    for name, text in expected.items():
-        assert name in got, 'case %s did not fail: %s' % (name, raw[-3000:])
-        assert got[name]['task'].rsplit(' : ', 1)[-1].startswith('Check the inputs before'), got[name]
-        assert text in got[name]['msg'], got[name]
-    assert snapshot(api) == before
+    assert_failed(got, raw, expected, 'Check the inputs before')
+    assert snapshot(custom) == before
 
 
-def test_check_mode_writes_nothing(testbed, api):
-    before = snapshot(api)
-    rc, results, raw = role(testbed.kubeconfig, GOOD, check=True)
+def test_check_mode_writes_nothing(testbed, custom):
+    before = snapshot(custom)
+    rc, results, raw = run_role(testbed.kubeconfig, 'autoscaling', GOOD, check=True)
     assert rc == 0, raw[-3000:]
     assert results['Label, annotate and taint the GPU MachineSets']['changed'] is True
     assert results['Write the ClusterAutoscaler with the GPU limits']['changed'] is True
-    assert snapshot(api) == before
+    assert snapshot(custom) == before
     assert VGPU_MS not in before[0]
 
 
-def test_apply_then_idempotent(testbed, api):
-    rc, results, raw = role(testbed.kubeconfig, GOOD)
+def test_apply_then_idempotent(testbed, custom):
+    rc, results, raw = run_role(testbed.kubeconfig, 'autoscaling', GOOD)
     assert rc == 0, raw[-3000:]
-    custom, _core = api
-    ms = get_ms(api, GPU_MS)
+    ms = get_ms(custom, GPU_MS)
     assert ms['metadata']['labels'][ACC] == 'nvidia-a100'
     ann = ms['metadata']['annotations']
     assert (ann['machine.openshift.io/GPU'], ann['machine.openshift.io/vCPU'], ann['machine.openshift.io/memoryMb']) \
@@ -144,16 +126,16 @@ def test_apply_then_idempotent(testbed, api):
                                            'topology.kubernetes.io/region': 'us-east-1'}
     assert tspec['taints'] == [{'key': 'nvidia.com/gpu', 'effect': 'NoSchedule'}]
     # the CPU worker is untouched
-    worker = get_ms(api, WORKER_MS)
+    worker = get_ms(custom, WORKER_MS)
     assert ACC not in (worker['metadata'].get('labels') or {})
     assert ACC not in worker['spec']['template']['spec']['metadata']['labels']
     # one MachineSet per vGPU profile, copied from the vSphere worker with its own VM template
-    vgpu = get_ms(api, VGPU_MS)
+    vgpu = get_ms(custom, VGPU_MS)
     assert vgpu['spec']['replicas'] == 0
     assert vgpu['spec']['selector']['matchLabels']['machine.openshift.io/cluster-api-machineset'] == VGPU_MS
     assert vgpu['spec']['template']['spec']['providerSpec']['value']['template'] == 'ocp-rhcos-a100-4c'
     assert vgpu['spec']['template']['spec']['metadata']['labels'][ACC] == 'nvidia-a100-4c'
-    assert get_ms(api, VSPHERE_MS)['spec']['template']['spec']['providerSpec']['value']['template'] == 'ocp-rhcos'
+    assert get_ms(custom, VSPHERE_MS)['spec']['template']['spec']['providerSpec']['value']['template'] == 'ocp-rhcos'
     # MachineAutoscalers for the GPU MachineSets only
     mas = custom.list_namespaced_custom_object('autoscaling.openshift.io', 'v1beta1', NS, 'machineautoscalers')['items']
     assert sorted((m['spec']['scaleTargetRef']['name'], m['spec']['minReplicas'], m['spec']['maxReplicas'])
@@ -163,16 +145,14 @@ def test_apply_then_idempotent(testbed, api):
         {'type': 'nvidia-a100', 'min': 0, 'max': 24}, {'type': 'nvidia-a100-4c', 'min': 0, 'max': 2}]}
     assert ca['spec']['scaleDown']['delayAfterAdd'] == '20m' and ca['spec']['maxNodeProvisionTime'] == '30m'
 
-    before = snapshot(api)
-    rc, results, raw = role(testbed.kubeconfig, GOOD)
+    before = snapshot(custom)
+    rc, results, raw = run_role(testbed.kubeconfig, 'autoscaling', GOOD)
     assert rc == 0, raw[-3000:]
-    changed = [name for name, res in results.items() if res.get('changed')]
-    assert changed == [], changed
-    assert snapshot(api) == before
+    assert changed_tasks(results) == [], changed_tasks(results)
+    assert snapshot(custom) == before
 
 
-def test_scaled_machineset_yields_gpu_nodes_and_a_pending_gpu_pod_lands(testbed, api, namespace):
-    custom, core = api
+def test_scaled_machineset_yields_gpu_nodes_and_a_pending_gpu_pod_lands(custom, core, namespace):
     pod = {'apiVersion': 'v1', 'kind': 'Pod', 'metadata': {'name': 'wants-a100'},
            'spec': {'nodeSelector': {ACC: 'nvidia-a100'}, 'terminationGracePeriodSeconds': 0,
                     'tolerations': [{'key': 'nvidia.com/gpu', 'operator': 'Exists', 'effect': 'NoSchedule'}],

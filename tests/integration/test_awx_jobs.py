@@ -9,10 +9,10 @@ import time
 
 import pytest
 
-from ansible_run import run_play
+from ansible_run import run_role
 from awx_job import bearer_token_credential, job_template, run_job
-from cluster_policy_example import clusterpolicy_example
 from conftest import wait_until
+from policy_helpers import CP, ensure_cluster_policy
 
 SA, SA_NS = 'gpuops-awx', 'gpuops-awx'
 H100 = ['h100-0', 'h100-1']
@@ -26,19 +26,15 @@ def operator_ns(testbed):
 @pytest.fixture(scope='module')
 def cluster_policy(testbed, custom):
     """What an install leaves behind: NVIDIA's OLM example ClusterPolicy, reconciled to ready."""
-    custom.create_cluster_custom_object('nvidia.com', 'v1', 'clusterpolicies', clusterpolicy_example())
-    wait_until('ClusterPolicy ready', lambda: (custom.get_cluster_custom_object(
-        'nvidia.com', 'v1', 'clusterpolicies', 'gpu-cluster-policy').get('status') or {}).get('state') == 'ready', 240)
+    ensure_cluster_policy(custom)
 
 
 @pytest.fixture(scope='module')
 def credential(testbed, core, operator_ns):
     """The AWX credential: a ServiceAccount token (from roles/rbac, run once by an admin) + CA + host."""
-    task = {'name': 'rbac', 'ansible.builtin.include_role': {'name': 'gpuops.gpu.rbac'},
-            'vars': {'rbac_operator_namespace': operator_ns, 'rbac_cluster_roles': ['report', 'rollout'],
-                     'rbac_service_accounts': [{'name': SA, 'namespace': SA_NS, 'access': ['rollout'],
-                                                'token_secret': True}]}}
-    rc, _results, raw = run_play(testbed.kubeconfig, [task])
+    rc, _results, raw = run_role(testbed.kubeconfig, 'rbac', {
+        'rbac_operator_namespace': operator_ns, 'rbac_cluster_roles': ['report', 'rollout'],
+        'rbac_service_accounts': [{'name': SA, 'namespace': SA_NS, 'access': ['rollout'], 'token_secret': True}]})
     assert rc == 0, raw[-3000:]
     token = base64.b64decode(core.read_namespaced_secret(SA + '-token', SA_NS).data['token']).decode()
     return bearer_token_credential(testbed.kubeconfig, token)
@@ -76,7 +72,7 @@ def test_mig_job_with_a_rollout_only_token(tmp_path, testbed, core, custom, clus
         assert labels['nvidia.com/mig.config'] == 'h100-3g-2x'
         assert labels['nvidia.com/mig.config.state'] == 'success'
         assert not core.read_node(node).spec.unschedulable
-    policy = custom.get_cluster_custom_object('nvidia.com', 'v1', 'clusterpolicies', 'gpu-cluster-policy')
+    policy = custom.get_cluster_custom_object(*CP, 'gpu-cluster-policy')
     assert policy['spec']['mig']['strategy'] == 'mixed'
     assert policy['spec']['migManager']['config']['name'] == 'gpuops-mig-parted-config'
     assert 'h100-3g-2x' in core.read_namespaced_config_map('gpuops-mig-parted-config', operator_ns).data['config.yaml']

@@ -216,19 +216,19 @@ def nodes(core, sim):
 
 
 def watch_states(nodes, name, until, timeout=30.0):
-    """Poll the node; record each distinct (mig state, device-plugin deploy label, alloc gpu)."""
+    """Poll the node until until(labels, node); return each distinct (mig state, device-plugin deploy
+    label, alloc gpu) seen on the way."""
     seen = []
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
+
+    def reached():
         n = nodes.get(name)
         lab = n.metadata.labels or {}
         cur = (lab.get(MIG_STATE), lab.get(DEPLOY_DP), (n.status.allocatable or {}).get(GPU))
         if not seen or seen[-1] != cur:
             seen.append(cur)
-        if until(lab, n):
-            return seen
-        time.sleep(0.1)
-    pytest.fail(f"{name}: timed out; states seen {seen}; annotations {nodes.annotations(name)}")
+        return until(lab, n)
+    wait_until(lambda: f"{name}: states seen {seen}; annotations {nodes.annotations(name)}", reached, timeout, 0.1)
+    return seen
 
 
 def set_mig_config(nodes, name, value):

@@ -21,9 +21,9 @@ import subprocess
 import pytest
 import yaml
 
-from ansible_run import changed_tasks, run_play
-from conftest import gpu_pod
-from policy_helpers import POLICY_NAME, REPO, ensure_cluster_policy, get_policy, node_writes, wait_for
+from ansible_run import changed_tasks, run_role
+from conftest import gpu_pod, wait_until
+from policy_helpers import POLICY_NAME, ensure_cluster_policy, get_policy, node_writes
 
 HAMI_MODULE = 'github.com/Project-HAMi/HAMi'
 HAMI_MODULE_VERSION = 'v0.0.0-20260821062039-4707fb02c91c'  # tag v2.10.0 (chart 2.10.0)
@@ -100,15 +100,6 @@ spec:
 }
 
 
-@pytest.fixture(scope='module')
-def helm():
-    proc = subprocess.run([os.path.join(REPO, 'tests', 'testbed', 'hack', 'install-helm.sh')],
-                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, check=False)
-    if proc.returncode != 0:
-        pytest.fail('tests/testbed/hack/install-helm.sh failed:\n' + proc.stderr[-3000:])
-    return proc.stdout.strip().splitlines()[-1]
-
-
 def real_hami_chart():
     """(chart dir or None, why not)."""
     proc = subprocess.run(['go', 'mod', 'download', '-json', '%s@%s' % (HAMI_MODULE, HAMI_MODULE_VERSION)],
@@ -141,8 +132,8 @@ def chart(tmp_path_factory):
 @pytest.fixture(scope='module', autouse=True)
 def policy_ready(custom, core):
     ensure_cluster_policy(custom)
-    wait_for(lambda: all((core.read_node(n).metadata.labels or {}).get('nvidia.com/gpu.product') for n in HAMI_NODES),
-             120, what='GFD labels')
+    wait_until('GFD labels', lambda: all((core.read_node(n).metadata.labels or {}).get('nvidia.com/gpu.product')
+                                         for n in HAMI_NODES), 120)
 
 
 def base_vars(chart, helm, **extra):
@@ -151,11 +142,6 @@ def base_vars(chart, helm, **extra):
                  'hami_device_memory_scaling': 1.5, 'hami_wait_timeout': 120}
     variables.update(extra)
     return variables
-
-
-def role(kubeconfig, variables, check=False):
-    tasks = [{'name': 'hami', 'ansible.builtin.include_role': {'name': 'gpuops.gpu.hami'}}]
-    return run_play(kubeconfig, tasks, check=check, vars=variables)
 
 
 def snapshot(core, custom):
@@ -174,7 +160,7 @@ def node_labels(core, name):
 
 def test_refuses_while_the_operator_device_plugin_is_enabled(testbed, core, custom, chart, helm):
     before = snapshot(core, custom)
-    rc, results, raw = role(testbed.kubeconfig, base_vars(chart, helm))
+    rc, results, raw = run_role(testbed.kubeconfig, 'hami', base_vars(chart, helm))
     assert rc != 0
     assert "device plugin is still enabled in ClusterPolicy %s" % POLICY_NAME in raw, raw[-3000:]
     assert 'hami_disable_operator_device_plugin: true' in raw
@@ -193,8 +179,8 @@ BAD = [
 @pytest.mark.parametrize('extra,fragment', BAD)
 def test_bad_input_fails_before_writing(testbed, core, custom, chart, helm, extra, fragment):
     before = snapshot(core, custom)
-    rc, results, raw = role(testbed.kubeconfig, base_vars(chart, helm, hami_disable_operator_device_plugin=True,
-                                                          **extra))
+    variables = base_vars(chart, helm, hami_disable_operator_device_plugin=True, **extra)
+    rc, results, raw = run_role(testbed.kubeconfig, 'hami', variables)
     assert rc != 0
     assert fragment in raw, raw[-3000:]
     assert snapshot(core, custom) == before
@@ -202,23 +188,23 @@ def test_bad_input_fails_before_writing(testbed, core, custom, chart, helm, extr
 
 def test_check_mode_writes_nothing(testbed, core, custom, chart, helm):
     before = snapshot(core, custom)
-    rc, results, raw = role(testbed.kubeconfig, base_vars(chart, helm, hami_disable_operator_device_plugin=True),
-                            check=True)
+    variables = base_vars(chart, helm, hami_disable_operator_device_plugin=True)
+    rc, results, raw = run_role(testbed.kubeconfig, 'hami', variables, check=True)
     assert rc == 0, raw[-3000:]
-    assert results['Install HAMi']['changed'] is True
-    assert results["Switch the GPU operator's device plugin off"]['changed'] is True
+    assert results['present | Install HAMi']['changed'] is True
+    assert results["present | Switch the GPU operator's device plugin off"]['changed'] is True
     assert snapshot(core, custom) == before
 
 
 def test_install_then_idempotent(testbed, core, custom, apps, chart, helm):
     variables = base_vars(chart, helm, hami_disable_operator_device_plugin=True)
-    rc, results, raw = role(testbed.kubeconfig, variables)
+    rc, results, raw = run_role(testbed.kubeconfig, 'hami', variables)
     assert rc == 0, raw[-4000:]
     # the operator's device plugin is off and the real gpu-operator removed its DaemonSet
     assert get_policy(custom)['spec']['devicePlugin']['enabled'] is False
     ns = testbed.config['cluster']['operator_namespace']
-    wait_for(lambda: 'nvidia-device-plugin-daemonset' not in [d.metadata.name for d in apps.list_namespaced_daemon_set(
-        ns).items], 60, what='operator device-plugin DaemonSet removed')
+    wait_until('operator device-plugin DaemonSet removed', lambda: 'nvidia-device-plugin-daemonset' not in [
+        d.metadata.name for d in apps.list_namespaced_daemon_set(ns).items], 60)
     # only the selected nodes carry gpu=on
     for name in HAMI_NODES:
         assert node_labels(core, name).get('gpu') == 'on', name
@@ -247,22 +233,22 @@ def test_install_then_idempotent(testbed, core, custom, apps, chart, helm):
     assert apps.read_namespaced_deployment('hami-scheduler', NAMESPACE).spec.replicas == 1
 
     before = snapshot(core, custom)
-    rc, results, raw = role(testbed.kubeconfig, variables)
+    rc, results, raw = run_role(testbed.kubeconfig, 'hami', variables)
     assert rc == 0, raw[-3000:]
     assert changed_tasks(results) == [], changed_tasks(results)
     assert snapshot(core, custom) == before
-    rc, results, raw = role(testbed.kubeconfig, variables, check=True)
+    rc, results, raw = run_role(testbed.kubeconfig, 'hami', variables, check=True)
     assert rc == 0 and changed_tasks(results) == [], raw[-3000:]
     # with the operator's plugin off, no flag is needed any more
-    rc, results, raw = role(testbed.kubeconfig, base_vars(chart, helm))
+    rc, results, raw = run_role(testbed.kubeconfig, 'hami', base_vars(chart, helm))
     assert rc == 0 and changed_tasks(results) == [], raw[-3000:]
 
 
 def test_a_value_change_upgrades_the_release(testbed, core, custom, chart, helm):
     policy_spec = get_policy(custom)['spec']
-    rc, results, raw = role(testbed.kubeconfig, base_vars(chart, helm, hami_device_split_count=8))
+    rc, results, raw = run_role(testbed.kubeconfig, 'hami', base_vars(chart, helm, hami_device_split_count=8))
     assert rc == 0, raw[-3000:]
-    assert changed_tasks(results) == ['Install HAMi'], changed_tasks(results)
+    assert changed_tasks(results) == ['present | Install HAMi'], changed_tasks(results)
     device_config = yaml.safe_load(core.read_namespaced_config_map('hami-scheduler-device', NAMESPACE)
                                    .data['device-config.yaml'])['nvidia']
     assert device_config['deviceSplitCount'] == 8
@@ -274,13 +260,13 @@ def test_a_value_change_upgrades_the_release(testbed, core, custom, chart, helm)
 def hami_pod(core, name, node, resources):
     """A pod bound to ``node`` (HAMi's scheduler extender is not running here) that KWOK runs."""
     core.create_namespaced_pod('default', gpu_pod(name, node, resources))
-    wait_for(lambda: core.read_namespaced_pod(name, 'default').status.phase == 'Running', 60, what='pod %s' % name)
+    wait_until('pod %s' % name, lambda: core.read_namespaced_pod(name, 'default').status.phase == 'Running', 60)
 
 
 def delete_pod(core, name):
     core.delete_namespaced_pod(name, 'default', grace_period_seconds=0)
-    wait_for(lambda: name not in [p.metadata.name for p in core.list_namespaced_pod('default').items], 60,
-             what='pod %s gone' % name)
+    wait_until('pod %s gone' % name,
+               lambda: name not in [p.metadata.name for p in core.list_namespaced_pod('default').items], 60)
 
 
 def releases(core):
@@ -291,7 +277,7 @@ def test_removal_refused_while_pods_use_hami(testbed, core, custom, chart, helm)
     hami_pod(core, 'vgpu-task', 'a100-1', {'nvidia.com/gpu': '1', 'nvidia.com/gpumem': '3000'})
     try:
         before = snapshot(core, custom)
-        rc, results, raw = role(testbed.kubeconfig, base_vars(chart, helm, hami_state='absent'))
+        rc, results, raw = run_role(testbed.kubeconfig, 'hami', base_vars(chart, helm, hami_state='absent'))
         assert rc != 0
         assert 'pods still use HAMi (default/vgpu-task on a100-1)' in raw, raw[-3000:]
         assert 'hami_remove_with_pods: true' in raw
@@ -302,10 +288,11 @@ def test_removal_refused_while_pods_use_hami(testbed, core, custom, chart, helm)
 
 def test_removal_check_mode_writes_nothing(testbed, core, custom, chart, helm):
     before = snapshot(core, custom)
-    rc, results, raw = role(testbed.kubeconfig, base_vars(chart, helm, hami_state='absent'), check=True)
+    rc, results, raw = run_role(testbed.kubeconfig, 'hami', base_vars(chart, helm, hami_state='absent'), check=True)
     assert rc == 0, raw[-3000:]
-    assert changed_tasks(results) == ["Switch the GPU operator's device plugin back on",
-                                      'Take the HAMi labels off the nodes', 'Uninstall HAMi'], changed_tasks(results)
+    assert changed_tasks(results) == ["absent | Switch the GPU operator's device plugin back on",
+                                      'absent | Take the HAMi labels off the nodes', 'absent | Uninstall HAMi'], \
+        changed_tasks(results)
     assert snapshot(core, custom) == before
 
 
@@ -313,7 +300,7 @@ def test_remove_then_idempotent(testbed, core, custom, apps, chart, helm):
     # a label somebody else set on a node the role did not label stays
     core.patch_node('t4-0', {'metadata': {'labels': {'gpu': 'on'}}})
     try:
-        rc, results, raw = role(testbed.kubeconfig, base_vars(chart, helm, hami_state='absent'))
+        rc, results, raw = run_role(testbed.kubeconfig, 'hami', base_vars(chart, helm, hami_state='absent'))
         assert rc == 0, raw[-4000:]
         assert releases(core) == []
         assert apps.list_namespaced_daemon_set(NAMESPACE).items == []
@@ -330,7 +317,7 @@ def test_remove_then_idempotent(testbed, core, custom, apps, chart, helm):
         assert set(HAMI_NODES) <= set(running), running
 
         before = snapshot(core, custom)
-        rc, results, raw = role(testbed.kubeconfig, base_vars(chart, helm, hami_state='absent'))
+        rc, results, raw = run_role(testbed.kubeconfig, 'hami', base_vars(chart, helm, hami_state='absent'))
         assert rc == 0, raw[-3000:]
         assert changed_tasks(results) == [], changed_tasks(results)
         assert snapshot(core, custom) == before
@@ -339,19 +326,19 @@ def test_remove_then_idempotent(testbed, core, custom, apps, chart, helm):
 
 
 def test_reset_removes_hami(testbed, core, custom, chart, helm):
-    rc, results, raw = role(testbed.kubeconfig, base_vars(chart, helm, hami_disable_operator_device_plugin=True))
+    variables = base_vars(chart, helm, hami_disable_operator_device_plugin=True)
+    rc, results, raw = run_role(testbed.kubeconfig, 'hami', variables)
     assert rc == 0, raw[-3000:]
     assert releases(core) and node_labels(core, HAMI_NODES[0]).get('gpu') == 'on'
     variables = {'reset_operator_namespace': testbed.config['cluster']['operator_namespace'],
                  'reset_helm_binary': helm, 'reset_verify_timeout': 120}
-    tasks = [{'name': 'reset', 'ansible.builtin.include_role': {'name': 'gpuops.gpu.reset'}}]
-    rc, results, raw = run_play(testbed.kubeconfig, tasks, vars=variables)
+    rc, results, raw = run_role(testbed.kubeconfig, 'reset', variables)
     assert rc == 0, raw[-4000:]
     assert releases(core) == []
     assert all('gpu' not in node_labels(core, n) for n in HAMI_NODES)
     assert get_policy(custom)['spec']['devicePlugin']['enabled'] is True
     before = snapshot(core, custom)
-    rc, results, raw = run_play(testbed.kubeconfig, tasks, vars=variables)
+    rc, results, raw = run_role(testbed.kubeconfig, 'reset', variables)
     assert rc == 0, raw[-3000:]
     assert changed_tasks(results) == [], changed_tasks(results)
     assert snapshot(core, custom) == before

@@ -18,30 +18,18 @@ from kubernetes import client
 
 import conftest
 from ansible_run import run_play_stats
+from policy_helpers import CP, DEDICATED, GPU_TOL, INSTALL_ROLES, INSTALL_VARS
+from role_cases import assert_failed, failure_cases
 
 OLM = ('operators.coreos.com', 'v1alpha1')
 GPU_NS = 'nvidia-gpu-operator'
 PINNED = 'gpu-operator-certified.v25.10.1'
 HEAD = 'gpu-operator-certified.v26.7.0'
 PCI = 'feature.node.kubernetes.io/pci-10de.present'
-GPU_TOL = {'key': 'nvidia.com/gpu', 'operator': 'Exists', 'effect': 'NoSchedule'}
-DEDICATED = {'key': 'dedicated', 'operator': 'Equal', 'value': 'gpu', 'effect': 'NoSchedule'}
 GPU_NODES = ['a100-0', 'a100-1', 'h100-0', 'h100-1', 'l40s-0', 't4-0']
 
-VARS = {
-    'nfd_gpu_node_selector': 'gpuops.dev/pool',   # the testbed's GPU node groups
-    'nfd_worker_tolerations': [DEDICATED],
-    'nfd_poll_interval': 1,
-    'nfd_wait_timeout': 60,
-    'gpu_operator_olm_channel': 'stable',
-    'gpu_operator_olm_starting_csv': PINNED,
-    'gpu_operator_mig_strategy': 'mixed',
-    'gpu_operator_daemonset_tolerations': [DEDICATED],
-    'gpu_operator_poll_interval': 1,
-    'gpu_operator_ready_timeout': 180,
-}
-ROLES = [{'name': 'nfd', 'ansible.builtin.include_role': {'name': 'gpuops.gpu.nfd'}},
-         {'name': 'gpu_operator', 'ansible.builtin.include_role': {'name': 'gpuops.gpu.gpu_operator'}}]
+VARS = dict(INSTALL_VARS, nfd_wait_timeout=60, gpu_operator_olm_channel='stable',
+            gpu_operator_olm_starting_csv=PINNED)
 
 
 @pytest.fixture(scope='module')
@@ -66,10 +54,6 @@ def _on_cr_config():
 @pytest.fixture(scope='module')
 def testbed(_on_cr_config, testbed):  # noqa: F811 - the conftest fixture, started with this module's config
     return testbed
-
-
-def play(testbed, tasks, check=False, diff=False, vars=None):
-    return run_play_stats(testbed.kubeconfig, tasks, check=check, diff=diff, vars=vars)
 
 
 def items(custom, plural, namespace=None, version='v1alpha1', group='operators.coreos.com'):
@@ -114,7 +98,7 @@ def test_without_the_package_api_an_unknown_package_is_removed_again(testbed, cu
     task = {'name': 'olm', 'gpuops.gpu.olm_operator': {
         'package': 'gpu-operator-certifed', 'namespace': 't-olm-typo', 'source': 'certified-operators',
         'poll_interval': 0.5, 'wait_timeout': 60}, 'ignore_errors': True}
-    rc, results, _stats, raw = play(testbed, [task])
+    rc, results, _stats, raw = run_play_stats(testbed.kubeconfig, [task])
     res = results['olm']
     assert res.get('failed'), raw
     assert 'constraints not satisfiable: no operators found in package gpu-operator-certifed' in res['msg']
@@ -126,11 +110,10 @@ def test_without_the_package_api_an_unknown_package_is_removed_again(testbed, cu
 
 
 @pytest.fixture(scope='module')
-def package_api(testbed, api_client, custom):
+def package_api(testbed, extensions, custom):
     """Serve packages.operators.coreos.com/v1 PackageManifest, as OpenShift's packageserver does
     (an aggregated API there; a CRD stand-in here), and let gpusim's OLM publish the catalog's
     packages into it (it does so on an OperatorHub change)."""
-    ext = client.ApiextensionsV1Api(api_client)
     crd = {'apiVersion': 'apiextensions.k8s.io/v1', 'kind': 'CustomResourceDefinition',
            'metadata': {'name': 'packagemanifests.packages.operators.coreos.com'},
            'spec': {'group': 'packages.operators.coreos.com', 'scope': 'Namespaced',
@@ -140,7 +123,7 @@ def package_api(testbed, api_client, custom):
                                   'schema': {'openAPIV3Schema': {'type': 'object',
                                                                  'x-kubernetes-preserve-unknown-fields': True}}}]}}
     try:
-        ext.create_custom_resource_definition(crd)
+        extensions.create_custom_resource_definition(crd)
     except client.ApiException as exc:
         if exc.status != 409:
             raise
@@ -165,10 +148,9 @@ def _served(custom):
 
 
 @pytest.fixture
-def broken_catalog(testbed, api_client, custom):
+def broken_catalog(testbed, admission, custom):
     """A CatalogSource that stays TRANSIENT_FAILURE: gpusim's OLM marks every CatalogSource READY,
     so a ValidatingAdmissionPolicy (a real apiserver feature) refuses that one update for it."""
-    adm = client.AdmissionregistrationV1Api(api_client)
     name = 'broken-operators'
     policy = {'apiVersion': 'admissionregistration.k8s.io/v1', 'kind': 'ValidatingAdmissionPolicy',
               'metadata': {'name': 'gpuops-test-catalog-down'},
@@ -185,8 +167,8 @@ def broken_catalog(testbed, api_client, custom):
     binding = {'apiVersion': 'admissionregistration.k8s.io/v1', 'kind': 'ValidatingAdmissionPolicyBinding',
                'metadata': {'name': 'gpuops-test-catalog-down'},
                'spec': {'policyName': 'gpuops-test-catalog-down', 'validationActions': ['Deny']}}
-    adm.create_validating_admission_policy(policy)
-    adm.create_validating_admission_policy_binding(binding)
+    admission.create_validating_admission_policy(policy)
+    admission.create_validating_admission_policy_binding(binding)
     custom.create_namespaced_custom_object(*OLM, 'openshift-marketplace', 'catalogsources', {
         'apiVersion': 'operators.coreos.com/v1alpha1', 'kind': 'CatalogSource',
         'metadata': {'name': name, 'namespace': 'openshift-marketplace'},
@@ -202,8 +184,8 @@ def broken_catalog(testbed, api_client, custom):
     conftest.wait_until('the test CatalogSource to stay TRANSIENT_FAILURE', down, 30)
     yield name
     custom.delete_namespaced_custom_object(*OLM, 'openshift-marketplace', 'catalogsources', name)
-    adm.delete_validating_admission_policy_binding('gpuops-test-catalog-down')
-    adm.delete_validating_admission_policy('gpuops-test-catalog-down')
+    admission.delete_validating_admission_policy_binding('gpuops-test-catalog-down')
+    admission.delete_validating_admission_policy('gpuops-test-catalog-down')
 
 
 BAD_CASES = [
@@ -238,29 +220,19 @@ BAD_CASES = [
 def test_bad_inputs_fail_before_writing(testbed, package_api, broken_catalog, custom, core):
     before = snapshot(custom, core)
     ns_before = namespaces(core)
-    tasks = [{'name': 'collect', 'ansible.builtin.set_fact': {'failures': []}}]
-    for case, role, case_vars, _needle in BAD_CASES:
-        tasks.append({'name': case, 'block': [
-            {'name': 'run ' + case, 'ansible.builtin.include_role': {'name': 'gpuops.gpu.' + role},
-             'vars': case_vars}],
-            'rescue': [{'name': 'record ' + case, 'ansible.builtin.set_fact': {
-                'failures': "{{ failures + [{'case': %r, 'task': ansible_failed_task.name, "
-                            "'msg': ansible_failed_result.msg | string}] }}" % case}}]})
-    tasks.append({'name': 'report', 'ansible.builtin.debug': {'var': 'failures'}})
-    rc, results, _stats, raw = play(testbed, tasks, vars=VARS)
-    failures = {f['case']: f for f in results['report']['failures']}
-    for case, _role, _vars, needle in BAD_CASES:
-        assert case in failures, 'case %r did not fail: %s' % (case, raw)
-        assert needle in failures[case]['msg'], (case, failures[case])
+    runs = dict((case, (role, case_vars)) for case, role, case_vars, _needle in BAD_CASES)
+    got, raw = failure_cases(testbed.kubeconfig, runs, VARS)
+    assert_failed(got, raw, dict((case, needle) for case, _r, _v, needle in BAD_CASES))
     assert snapshot(custom, core) == before, 'a bad input wrote something'
     assert namespaces(core) == ns_before
     assert items(custom, 'clusterpolicies', version='v1', group='nvidia.com') == []
 
 
-def test_install_pins_the_csv_and_the_real_operator_reconciles_the_cluster_policy(testbed, package_api, custom, core):
+def test_install_pins_the_csv_and_the_real_operator_reconciles_the_cluster_policy(testbed, package_api, custom, core,
+                                                                                  apps):
     assert not [n for n in core.list_node().items if (n.metadata.labels or {}).get(PCI)], \
         'NFD labels before NFD is installed: the cluster is not in on-cr mode'
-    rc, results, stats, raw = play(testbed, ROLES, vars=VARS)
+    rc, results, stats, raw = run_play_stats(testbed.kubeconfig, INSTALL_ROLES, vars=VARS)
     assert rc == 0, raw
 
     # NFD: operator installed, instance from the CSV example with the merged worker tolerations,
@@ -293,7 +265,7 @@ def test_install_pins_the_csv_and_the_real_operator_reconciles_the_cluster_polic
     # ClusterPolicy: the CSV's alm-examples + overrides + merged tolerations, reconciled by the real operator
     example = next(e for e in json.loads(csvs[PINNED]['metadata']['annotations']['alm-examples'])
                    if e['kind'] == 'ClusterPolicy')
-    policy = custom.get_cluster_custom_object('nvidia.com', 'v1', 'clusterpolicies', 'gpu-cluster-policy')
+    policy = custom.get_cluster_custom_object(*CP, 'gpu-cluster-policy')
     spec = policy['spec']
     assert spec['mig'] == {'strategy': 'mixed'}
     assert spec['daemonsets']['tolerations'] == [DEDICATED, GPU_TOL]
@@ -301,7 +273,7 @@ def test_install_pins_the_csv_and_the_real_operator_reconciles_the_cluster_polic
         for field, value in example['spec'][key].items():
             assert spec[key][field] == value, (key, field)
     assert policy['status']['state'] == 'ready'
-    ds = client.AppsV1Api(core.api_client).read_namespaced_daemon_set('nvidia-device-plugin-daemonset', 'gpu-operator')
+    ds = apps.read_namespaced_daemon_set('nvidia-device-plugin-daemonset', 'gpu-operator')
     tolerations = [t.to_dict() for t in ds.spec.template.spec.tolerations]
     assert any(t['key'] == 'nvidia.com/gpu' and t['operator'] == 'Exists' for t in tolerations)
     assert any(t['key'] == 'dedicated' and t['value'] == 'gpu' for t in tolerations)
@@ -312,7 +284,7 @@ def test_install_pins_the_csv_and_the_real_operator_reconciles_the_cluster_polic
 
 def test_second_run_changes_nothing(testbed, package_api, custom, core):
     before = snapshot(custom, core)
-    rc, _results, stats, raw = play(testbed, ROLES, vars=VARS)
+    rc, _results, stats, raw = run_play_stats(testbed.kubeconfig, INSTALL_ROLES, vars=VARS)
     assert rc == 0, raw
     assert stats.get('changed') == 0, raw
     assert snapshot(custom, core) == before
@@ -324,7 +296,8 @@ def test_check_mode_writes_nothing(testbed, package_api, custom, core):
                         gpu_operator_daemonset_tolerations=[DEDICATED, {'key': 'spot', 'operator': 'Exists',
                                                                         'effect': 'NoSchedule'}],
                         nfd_worker_node_selector={'node-role.kubernetes.io/worker': ''})
-    rc, results, stats, raw = play(testbed, ROLES, check=True, diff=True, vars=changed_vars)
+    rc, results, stats, raw = run_play_stats(testbed.kubeconfig, INSTALL_ROLES, check=True, diff=True,
+                                             vars=changed_vars)
     assert rc == 0, raw
     assert stats.get('changed', 0) >= 2, raw
     policy = next(r for name, r in results.items() if 'Create or patch the ClusterPolicy' in name)
@@ -337,15 +310,15 @@ def test_check_mode_writes_nothing(testbed, package_api, custom, core):
 def test_existing_policy_is_patched_only_where_asked(testbed, package_api, custom, core):
     """Another role (mig, sharing) or an administrator changed the ClusterPolicy: re-running the
     install with other overrides patches those only and never reverts the rest to the example."""
-    custom.patch_cluster_custom_object('nvidia.com', 'v1', 'clusterpolicies', 'gpu-cluster-policy',
+    custom.patch_cluster_custom_object(*CP, 'gpu-cluster-policy',
                                        {'spec': {'devicePlugin': {'config': {'name': 'sharing', 'default': 'none'}}}})
     task = {'name': 'policy', 'gpuops.gpu.cluster_policy': {
         'overrides': {'dcgmExporter': {'serviceMonitor': {'enabled': False}}}, 'poll_interval': 0.5,
         'wait_timeout': 120}}
-    rc, results, _stats, raw = play(testbed, [task])
+    rc, results, _stats, raw = run_play_stats(testbed.kubeconfig, [task])
     assert rc == 0, raw
     assert results['policy']['patch'] == {'dcgmExporter': {'serviceMonitor': {'enabled': False}}}
-    spec = custom.get_cluster_custom_object('nvidia.com', 'v1', 'clusterpolicies', 'gpu-cluster-policy')['spec']
+    spec = custom.get_cluster_custom_object(*CP, 'gpu-cluster-policy')['spec']
     assert spec['devicePlugin']['config'] == {'name': 'sharing', 'default': 'none'}
     assert spec['mig'] == {'strategy': 'mixed'} and spec['daemonsets']['tolerations'] == [DEDICATED, GPU_TOL]
     assert results['policy']['state'] == 'ready'

@@ -8,63 +8,36 @@ The NFD worker of the chart does not run on KWOK nodes; the PCI labels come from
 simulated nfd-worker (default config: every GPU node), so the label wait passes at once here."""
 
 import os
-import subprocess
 
 import pytest
 
-import conftest
 from ansible_run import run_play_stats
-
-GPU_TOL = {'key': 'nvidia.com/gpu', 'operator': 'Exists', 'effect': 'NoSchedule'}
-DEDICATED = {'key': 'dedicated', 'operator': 'Equal', 'value': 'gpu', 'effect': 'NoSchedule'}
-HACK = os.path.join(conftest.REPO, 'tests', 'testbed', 'hack')
-
-
-@pytest.fixture(scope='module')
-def helm():
-    """The helm binary (built once from its Go module and cached; seconds when cached)."""
-    out = subprocess.run([os.path.join(HACK, 'install-helm.sh')], check=True, stdout=subprocess.PIPE, text=True).stdout
-    return out.strip().splitlines()[-1]
+from cluster_policy_example import gpu_operator_module_dir
+from policy_helpers import CP, DEDICATED, GPU_TOL, INSTALL_ROLES, INSTALL_VARS
 
 
 @pytest.fixture(scope='module')
 def chart():
-    out = subprocess.run([os.path.join(HACK, 'asset-modules.sh')], check=True, stdout=subprocess.PIPE, text=True).stdout
-    module = dict(line.split(' ', 1) for line in out.strip().splitlines())['gpu-operator']
-    return os.path.join(module, 'deployments', 'gpu-operator')
+    return os.path.join(gpu_operator_module_dir(), 'deployments', 'gpu-operator')
 
 
 @pytest.fixture(scope='module')
 def variables(helm, chart):
-    return {
-        'nfd_install_method': 'helm',
-        'nfd_namespace': 'node-feature-discovery',
-        'nfd_namespace_labels': {},
-        'nfd_helm_chart_ref': os.path.join(chart, 'charts', 'node-feature-discovery'),
-        'nfd_helm_binary': helm,
-        'nfd_worker_tolerations': [DEDICATED],
-        'nfd_gpu_node_selector': 'gpuops.dev/pool',
-        'nfd_poll_interval': 1,
-        'gpu_operator_install_method': 'helm',
-        'gpu_operator_namespace': 'gpu-operator',   # where the testbed's operator runs its operands
-        'gpu_operator_namespace_labels': {},
-        'gpu_operator_helm_chart_ref': chart,
-        'gpu_operator_helm_binary': helm,
+    return dict(
+        INSTALL_VARS,
+        nfd_install_method='helm',
+        nfd_namespace='node-feature-discovery',
+        nfd_namespace_labels={},
+        nfd_helm_chart_ref=os.path.join(chart, 'charts', 'node-feature-discovery'),
+        nfd_helm_binary=helm,
+        gpu_operator_install_method='helm',
+        gpu_operator_namespace='gpu-operator',   # where the testbed's operator runs its operands
+        gpu_operator_namespace_labels={},
+        gpu_operator_helm_chart_ref=chart,
+        gpu_operator_helm_binary=helm,
         # NFD comes from the nfd role; the CRD upgrade hook is a Job for a real cluster
-        'gpu_operator_helm_values': {'nfd': {'enabled': False}, 'operator': {'upgradeCRD': False}},
-        'gpu_operator_mig_strategy': 'mixed',
-        'gpu_operator_daemonset_tolerations': [DEDICATED],
-        'gpu_operator_poll_interval': 1,
-        'gpu_operator_ready_timeout': 180,
-    }
-
-
-ROLES = [{'name': 'nfd', 'ansible.builtin.include_role': {'name': 'gpuops.gpu.nfd'}},
-         {'name': 'gpu_operator', 'ansible.builtin.include_role': {'name': 'gpuops.gpu.gpu_operator'}}]
-
-
-def play(testbed, check=False, vars=None):
-    return run_play_stats(testbed.kubeconfig, ROLES, check=check, vars=vars)
+        gpu_operator_helm_values={'nfd': {'enabled': False}, 'operator': {'upgradeCRD': False}},
+    )
 
 
 def releases(core):
@@ -78,24 +51,25 @@ def releases(core):
 
 def test_helm_install_then_no_change_and_check_mode(testbed, variables, core, apps, custom):
 
-    rc, _results, _stats, raw = play(testbed, vars=variables)
+    rc, _results, _stats, raw = run_play_stats(testbed.kubeconfig, INSTALL_ROLES, vars=variables)
     assert rc == 0, raw
     assert releases(core) == {'node-feature-discovery': 1, 'gpu-operator': 1}
     worker = apps.read_namespaced_daemon_set('node-feature-discovery-worker', 'node-feature-discovery')
     assert [t.to_dict() for t in worker.spec.template.spec.tolerations] == [
         dict(DEDICATED, toleration_seconds=None), dict(GPU_TOL, value=None, toleration_seconds=None)]
-    policy = custom.get_cluster_custom_object('nvidia.com', 'v1', 'clusterpolicies', 'cluster-policy')
+    policy = custom.get_cluster_custom_object(*CP, 'cluster-policy')
     assert policy['status']['state'] == 'ready'
     assert policy['spec']['mig'] == {'strategy': 'mixed'}           # chart default single, override mixed
     assert policy['spec']['daemonsets']['tolerations'] == [DEDICATED, GPU_TOL]   # set through the chart values
     assert policy['spec']['daemonsets']['priorityClassName'] == 'system-node-critical'  # chart value kept
     rv = policy['metadata']['resourceVersion']
 
-    rc, _results, stats, raw = play(testbed, vars=variables)
+    rc, _results, stats, raw = run_play_stats(testbed.kubeconfig, INSTALL_ROLES, vars=variables)
     assert rc == 0 and stats.get('changed') == 0, raw
 
-    rc, _results, stats, raw = play(testbed, check=True, vars=dict(variables, gpu_operator_mig_strategy='single'))
+    rc, _results, stats, raw = run_play_stats(testbed.kubeconfig, INSTALL_ROLES, check=True,
+                                              vars=dict(variables, gpu_operator_mig_strategy='single'))
     assert rc == 0 and stats.get('changed', 0) >= 1, raw
     assert releases(core) == {'node-feature-discovery': 1, 'gpu-operator': 1}
-    policy = custom.get_cluster_custom_object('nvidia.com', 'v1', 'clusterpolicies', 'cluster-policy')
+    policy = custom.get_cluster_custom_object(*CP, 'cluster-policy')
     assert policy['metadata']['resourceVersion'] == rv and policy['spec']['mig'] == {'strategy': 'mixed'}

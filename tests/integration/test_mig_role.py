@@ -5,8 +5,9 @@ ClusterPolicy NVIDIA ships as its OLM example: custom configs → ConfigMap → 
 import pytest
 import yaml
 
-from ansible_run import changed_tasks, facts_diff, node_facts, run_play
-from policy_helpers import ensure_cluster_policy, wait_for
+from ansible_run import changed_tasks, facts_diff, node_facts, run_role
+from conftest import wait_until
+from policy_helpers import CP, ensure_cluster_policy
 
 NS = 'gpu-operator'
 CM = 'gpuops-mig-parted-config'
@@ -28,67 +29,54 @@ VARS = {
 }
 
 
-def role(kubeconfig, variables, check=False, diff=False):
-    task = {'name': 'mig role', 'ansible.builtin.include_role': {'name': 'gpuops.gpu.mig'}}
-    return run_play(kubeconfig, [task], check=check, diff=diff, vars=variables)
-
-
-@pytest.fixture(scope='module')
-def apis(core, custom):
-    return core, custom
-
-
 @pytest.fixture(scope='module', autouse=True)
 def cluster_policy(core, custom):
     ensure_cluster_policy(custom)
-    wait_for(lambda: all((core.read_node(n).metadata.labels or {}).get('nvidia.com/gpu.product')
-                         for n in ('a100-0', 'a100-1', 'h100-0', 'h100-1')), 180, 1, 'GFD labels on the MIG nodes')
+    wait_until('GFD labels on the MIG nodes', lambda: all((core.read_node(n).metadata.labels or {}).get(
+        'nvidia.com/gpu.product') for n in ('a100-0', 'a100-1', 'h100-0', 'h100-1')), 180, 1)
 
 
-def snapshot(apis):
-    core, custom = apis
+def snapshot(core, custom):
     nodes = node_facts(core)
     cms = dict((c.metadata.name, c.metadata.resource_version) for c in core.list_namespaced_config_map(NS).items)
-    policy = custom.get_cluster_custom_object('nvidia.com', 'v1', 'clusterpolicies', 'gpu-cluster-policy')
+    policy = custom.get_cluster_custom_object(*CP, 'gpu-cluster-policy')
     return nodes, cms, policy['spec']
 
 
-def test_check_mode_writes_nothing(testbed, apis):
-    before = snapshot(apis)
-    rc, results, raw = role(testbed.kubeconfig, VARS, check=True)
+def test_check_mode_writes_nothing(testbed, core, custom):
+    before = snapshot(core, custom)
+    rc, results, raw = run_role(testbed.kubeconfig, 'mig', VARS, check=True)
     assert rc == 0, raw[-3000:]
     assert results['Roll the MIG configs out to the node groups']['changed'] is True
     plan = results['Roll the MIG configs out to the node groups']['plan']
     assert sorted(e['node'] for b in plan for e in b['nodes']) == ['a100-0', 'a100-1', 'h100-0', 'h100-1']
-    after = snapshot(apis)
+    after = snapshot(core, custom)
     assert facts_diff(before[0], after[0]) == []
     assert after[1:] == before[1:]
 
 
-def test_role_applies_then_is_idempotent(testbed, apis):
-    core, custom = apis
-    rc, results, raw = role(testbed.kubeconfig, VARS, diff=True)
+def test_role_applies_then_is_idempotent(testbed, core, custom):
+    rc, results, raw = run_role(testbed.kubeconfig, 'mig', VARS, diff=True)
     assert rc == 0, raw[-3000:]
     cm = core.read_namespaced_config_map(CM, NS)
     document = yaml.safe_load(cm.data['config.yaml'])
     assert set(VARS['mig_custom_configs']) <= set(document['mig-configs'])
     assert 'all-disabled' in document['mig-configs'] and 'all-1g.10gb' in document['mig-configs']
-    spec = custom.get_cluster_custom_object('nvidia.com', 'v1', 'clusterpolicies', 'gpu-cluster-policy')['spec']
+    spec = custom.get_cluster_custom_object(*CP, 'gpu-cluster-policy')['spec']
     assert spec['mig']['strategy'] == 'mixed'
     assert spec['migManager']['config'] == {'name': CM, 'default': 'all-disabled'}
     alloc = dict((n, core.read_node(n).status.allocatable) for n in ('a100-0', 'a100-1', 'h100-0'))
     assert alloc['a100-0']['nvidia.com/mig-3g.20gb'] == '8' and alloc['a100-0']['nvidia.com/mig-1g.5gb'] == '16'
     assert alloc['a100-1']['nvidia.com/mig-1g.5gb'] == '28' and alloc['a100-1']['nvidia.com/gpu'] == '4'
     assert alloc['h100-0']['nvidia.com/mig-1g.10gb'] == '56'
-    rc, again, raw = role(testbed.kubeconfig, VARS)
+    rc, again, raw = run_role(testbed.kubeconfig, 'mig', VARS)
     assert rc == 0, raw[-3000:]
     assert changed_tasks(again) == [], changed_tasks(again)
 
 
-def test_back_to_all_disabled(testbed, apis):
-    core, _custom = apis
+def test_back_to_all_disabled(testbed, core):
     variables = dict(VARS, mig_assignments=[{'label_selector': 'gpuops.dev/pool=training', 'config': 'all-disabled'}])
-    rc, _results, raw = role(testbed.kubeconfig, variables)
+    rc, _results, raw = run_role(testbed.kubeconfig, 'mig', variables)
     assert rc == 0, raw[-3000:]
     for name in ('a100-0', 'a100-1', 'h100-0', 'h100-1'):
         node = core.read_node(name)
@@ -105,11 +93,11 @@ def test_back_to_all_disabled(testbed, apis):
     ({'mig_assignments': [{'nodes': ['a100-0'], 'config': 'a100-3g-2x1g'}], 'mig_strategy': 'single'}, 'single'),
     ({'mig_cluster_policy_name': 'nope'}, 'ClusterPolicy'),
 ])
-def test_bad_input_fails_before_writing(testbed, apis, override, fragment):
-    before = snapshot(apis)
-    rc, _results, raw = role(testbed.kubeconfig, dict(VARS, **override))
+def test_bad_input_fails_before_writing(testbed, core, custom, override, fragment):
+    before = snapshot(core, custom)
+    rc, _results, raw = run_role(testbed.kubeconfig, 'mig', dict(VARS, **override))
     assert rc != 0
     assert fragment in raw, raw[-3000:]
-    after = snapshot(apis)
+    after = snapshot(core, custom)
     assert facts_diff(before[0], after[0]) == []
     assert after[1:] == before[1:]

@@ -13,17 +13,11 @@ import yaml
 from kubernetes import client
 
 from ansible_run import facts_diff, node_facts, run_play
-from conftest import create_namespace, gpu_pod
-from policy_helpers import wait_for
+from conftest import create_namespace, gpu_pod, wait_until
 
 A100 = ['a100-0', 'a100-1']
 MIG_NODES = ['a100-0', 'a100-1', 'h100-0', 'h100-1']
 ANN_PREFIX = 'gpuops.gpu/'
-
-
-@pytest.fixture(scope='module')
-def policy(api_client):
-    return client.PolicyV1Api(api_client)
 
 
 def labels(core, name):
@@ -44,8 +38,8 @@ def rollout(kubeconfig, check=False, diff=False, **args):
 @pytest.fixture(scope='module', autouse=True)
 def gpu_nodes_ready(testbed, core):
     """Wait until the simulated GFD has labelled every MIG node."""
-    wait_for(lambda: all(labels(core, n).get('nvidia.com/gpu.product') for n in MIG_NODES), 180,
-             what='GFD labels on %s' % MIG_NODES)
+    wait_until('GFD labels on %s' % MIG_NODES,
+               lambda: all(labels(core, n).get('nvidia.com/gpu.product') for n in MIG_NODES), 180)
 
 
 @pytest.fixture(scope='module')
@@ -152,10 +146,10 @@ def test_gpu_pods_are_evicted_and_pdb_blocks(testbed, core, policy, namespace):
         metadata=client.V1ObjectMeta(name='guarded'),
         spec=client.V1PodDisruptionBudgetSpec(min_available=1, selector=client.V1LabelSelector(
             match_labels={'app': 'guarded'}))))
-    wait_for(lambda: all(core.read_namespaced_pod(p, namespace).status.phase == 'Running' for p in ('free', 'guarded')),
-             60, what='GPU pods running')
-    wait_for(lambda: policy.read_namespaced_pod_disruption_budget('guarded', namespace).status.expected_pods == 1,
-             60, what='PDB status')
+    wait_until('GPU pods running', lambda: all(core.read_namespaced_pod(p, namespace).status.phase == 'Running'
+                                               for p in ('free', 'guarded')), 60)
+    wait_until('PDB status', lambda: policy.read_namespaced_pod_disruption_budget(
+        'guarded', namespace).status.expected_pods == 1, 60)
     plan = rollout(testbed.kubeconfig, check=True, assignments=[{'nodes': A100, 'config': 'all-disabled'}],
                    max_unavailable=2)
     entries = dict((e['node'], e) for b in plan['plan'] for e in b['nodes'])
@@ -230,7 +224,7 @@ def test_sigkill_mid_batch_then_rerun_converges(testbed, core):
     proc = subprocess.Popen([os.path.join(os.path.dirname(sys.executable), 'ansible-playbook'), f.name], env=env,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
     try:
-        wait_for(lambda: any(core.read_node(n).spec.unschedulable for n in MIG_NODES), 60, 0.1, 'first cordon')
+        wait_until('first cordon', lambda: any(core.read_node(n).spec.unschedulable for n in MIG_NODES), 60, 0.1)
         time.sleep(0.5)
     finally:
         os.killpg(proc.pid, signal.SIGKILL)
@@ -263,7 +257,7 @@ def start_rollout_process(kubeconfig, assignments, **extra):
 def test_apiserver_restart_mid_rollout_is_survived(testbed, core):
     proc, path = start_rollout_process(testbed.kubeconfig, TRAINING, max_unavailable=2)
     try:
-        wait_for(lambda: any(core.read_node(n).spec.unschedulable for n in MIG_NODES), 60, 0.1, 'first cordon')
+        wait_until('first cordon', lambda: any(core.read_node(n).spec.unschedulable for n in MIG_NODES), 60, 0.1)
         pid = testbed.state()['procs']['kube-apiserver']['pid']
         os.kill(pid, signal.SIGKILL)
         time.sleep(3)
@@ -303,9 +297,9 @@ def test_deployment_with_pdb_never_drops_below_min_available(testbed, core, apps
         return sum(1 for p in core.list_namespaced_pod(namespace, label_selector='app=' + name).items
                    if p.status.phase == 'Running' and not p.metadata.deletion_timestamp
                    and any(c.type == 'Ready' and c.status == 'True' for c in p.status.conditions or []))
-    wait_for(lambda: ready() == 3, 90, what='3 trainer pods ready')
-    wait_for(lambda: policy.read_namespaced_pod_disruption_budget(name, namespace).status.disruptions_allowed == 1,
-             60, what='PDB allows 1 disruption')
+    wait_until('3 trainer pods ready', lambda: ready() == 3, 90)
+    wait_until('PDB allows 1 disruption', lambda: policy.read_namespaced_pod_disruption_budget(
+        name, namespace).status.disruptions_allowed == 1, 60)
     proc, path = start_rollout_process(testbed.kubeconfig, [{'nodes': MIG_NODES, 'config': 'all-disabled'}],
                                        max_unavailable=1, drain_timeout=240)
     lowest = 3

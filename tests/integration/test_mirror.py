@@ -11,11 +11,13 @@ import pytest
 import yaml
 from kubernetes import client
 
-from ansible_collections.gpuops.gpu.plugins.module_utils.common.image_ref import public_registry_references
+from ansible_collections.gpuops.gpu.plugins.module_utils.common.air_gap import public_registry_references
 from ansible_collections.gpuops.gpu.plugins.module_utils.plans.mirror import mirror_plan
-from ansible_run import changed_tasks
-from policy_helpers import ensure_cluster_policy, wait_for
-from role_cases import (assert_secret_free, config_maps_text, failures, gpu_operator_csv_path, run_role)
+from ansible_run import changed_tasks, run_role
+from cluster_policy_example import gpu_operator_csv_path
+from conftest import wait_until
+from policy_helpers import CP, ensure_cluster_policy
+from role_cases import assert_failed, assert_secret_free, config_maps_text, failures
 
 MIRROR = 'mirror.example.com:8443'
 USER = 'svc-gpu-mirror'
@@ -33,7 +35,7 @@ G = {'cs': ('operators.coreos.com', 'v1alpha1', 'catalogsources'),
      'icsp': ('operator.openshift.io', 'v1alpha1', 'imagecontentsourcepolicies'),
      'hub': ('config.openshift.io', 'v1', 'operatorhubs'),
      'image': ('config.openshift.io', 'v1', 'images'),
-     'cp': ('nvidia.com', 'v1', 'clusterpolicies')}
+     'cp': CP}
 
 
 @pytest.fixture(scope='module', autouse=True)
@@ -106,9 +108,8 @@ def test_openshift_mirror_applies_then_is_idempotent(testbed, core, custom, tmp_
     # OperatorHub disableAllDefaultSources: the (simulated) marketplace removes the default sources
     hub = custom.get_cluster_custom_object(*G['hub'], 'cluster')
     assert hub['spec']['disableAllDefaultSources'] is True
-    wait_for(lambda: not {'certified-operators', 'redhat-operators'} & {
-        s['metadata']['name'] for s in cluster_list(custom, 'cs', 'openshift-marketplace')}, 30,
-        what='default CatalogSources removed')
+    wait_until('default CatalogSources removed', lambda: not {'certified-operators', 'redhat-operators'} & {
+        s['metadata']['name'] for s in cluster_list(custom, 'cs', 'openshift-marketplace')}, 30)
     idms = custom.get_cluster_custom_object(*G['idms'], 'gpuops-mirror')['spec']['imageDigestMirrors']
     assert {'source': 'nvcr.io/nvidia', 'mirrors': [MIRROR + '/nvidia']} in idms
     assert {'source': 'ghcr.io/nvidia', 'mirrors': [MIRROR + '/ghcr/nvidia']} in idms
@@ -187,13 +188,10 @@ def test_bad_inputs_fail_before_writing(testbed, core, custom, tmp_path):
     }
     before = snapshot(core, custom)
     found, raw = failures(testbed.kubeconfig, 'mirror', base, cases)
-    assert sorted(found) == sorted(cases)
     expected = {'scheme_in_registry': 'must not have a scheme', 'public_catalog_image': 'public registry',
                 'user_without_password': 'set both mirror_registry_username and mirror_registry_password',
                 'k8s_nvcr_not_mirrored': 'has no mirror'}
-    for case, fragment in expected.items():
-        assert fragment in found[case]['msg'], (case, found[case])
-        assert found[case]['task'].startswith('Check '), (case, found[case])
+    assert_failed(found, raw, expected, 'Check ')
     assert snapshot(core, custom) == before
     assert not (tmp_path / 'isc.yaml').exists() and not (tmp_path / 'images.txt').exists()
     with pytest.raises(client.ApiException):
@@ -209,7 +207,7 @@ def kubernetes_vars(tmp_path):
             'mirror_image_list_format': 'list', 'mirror_ca_bundle': ''}
 
 
-def test_kubernetes_operands_pull_from_the_mirror(testbed, core, custom, tmp_path):
+def test_kubernetes_operands_pull_from_the_mirror(testbed, core, custom, apps, tmp_path):
     listing = tmp_path / 'images.txt'
     variables = kubernetes_vars(tmp_path)
 
@@ -220,8 +218,6 @@ def test_kubernetes_operands_pull_from_the_mirror(testbed, core, custom, tmp_pat
     images = listing.read_text().splitlines()
     assert images == sorted(images) and any(i.startswith('nvcr.io/nvidia/driver@sha256:') for i in images)
 
-    apps = client.AppsV1Api(core.api_client)
-
     def rendered():
         daemonsets = apps.list_namespaced_daemon_set(GPU_NS).items
         pods = [ds.spec.template.spec for ds in daemonsets]
@@ -231,7 +227,7 @@ def test_kubernetes_operands_pull_from_the_mirror(testbed, core, custom, tmp_pat
             all('gpuops-mirror-pull' in s for s in secrets)
         return ok and daemonsets
 
-    daemonsets = wait_for(rendered, 90, 1, 'operand DaemonSets rendered from the mirror by the gpu-operator')
+    daemonsets = wait_until('operand DaemonSets rendered from the mirror by the gpu-operator', rendered, 90, 1)
     rendered_objects = [dict(apps.api_client.sanitize_for_serialization(ds), kind='DaemonSet') for ds in daemonsets]
     policy = custom.get_cluster_custom_object(*G['cp'], 'gpu-cluster-policy')
     assert public_registry_references(rendered_objects + [policy], [MIRROR]) == []

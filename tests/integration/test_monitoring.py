@@ -7,64 +7,50 @@ import os
 
 import pytest
 import yaml
-from kubernetes import client, config as kconfig
 
-from ansible_run import run_play
-from role_cases import failures
+from ansible_run import changed_tasks, run_role
 from cluster_policy_example import clusterpolicy_example
 from conftest import wait_until
+from policy_helpers import CP
+from role_cases import assert_failed, failures
 
 OP_NS = 'gpu-operator'
 POLICY = 'gpu-cluster-policy'
-CP = ('nvidia.com', 'v1', 'clusterpolicies')
 CONSOLE = ('operator.openshift.io', 'v1', 'consoles')
 CONSOLE_CRDS = ('operator/v1/zz_generated.crd-manifests/0000_50_console_01_consoles.crd.yaml',
                 'console/v1/zz_generated.crd-manifests/90_consoleplugins.crd.yaml')
 BASE = {'monitoring_wait_timeout': 60}
 
 
-@pytest.fixture(scope='module')
-def api(testbed):
-    api_client = kconfig.new_client_from_config(config_file=testbed.kubeconfig)
-    return {'custom': client.CustomObjectsApi(api_client), 'core': client.CoreV1Api(api_client),
-            'apps': client.AppsV1Api(api_client), 'ext': client.ApiextensionsV1Api(api_client)}
-
-
-def dcgm_pods(api):
-    return {p.metadata.uid for p in api['core'].list_namespaced_pod(OP_NS, label_selector='app=nvidia-dcgm-exporter').items
+def dcgm_pods(core):
+    return {p.metadata.uid for p in core.list_namespaced_pod(OP_NS, label_selector='app=nvidia-dcgm-exporter').items
             if not p.metadata.deletion_timestamp}
 
 
 @pytest.fixture(scope='module', autouse=True)
-def openshift_like(testbed, api):
+def openshift_like(testbed, core, custom, extensions):
     """The GPU operator installed (the ClusterPolicy of NVIDIA's OLM example, ServiceMonitor off), the namespace
     OpenShift ships for console dashboards, and the console operator's CRDs (read from the openshift/api module)."""
     policy = clusterpolicy_example(POLICY)
     policy['spec'].setdefault('dcgmExporter', {})['serviceMonitor'] = {'enabled': False}
-    api['custom'].create_cluster_custom_object(*CP, policy)
-    api['core'].create_namespace({'metadata': {'name': 'openshift-config-managed'}})
+    custom.create_cluster_custom_object(*CP, policy)
+    core.create_namespace({'metadata': {'name': 'openshift-config-managed'}})
     module_dir = testbed.state()['assets']['openshift-api']
     for rel in CONSOLE_CRDS:
         with open(os.path.join(module_dir, rel)) as f:
             crd = yaml.safe_load(f)
-        api['ext'].create_custom_resource_definition(crd)
+        extensions.create_custom_resource_definition(crd)
         wait_until('CRD %s established' % crd['metadata']['name'], lambda: any(
             c.type == 'Established' and c.status == 'True' for c in
-            api['ext'].read_custom_resource_definition(crd['metadata']['name']).status.conditions or []), 30)
-    api['custom'].create_cluster_custom_object(*CONSOLE, {
+            extensions.read_custom_resource_definition(crd['metadata']['name']).status.conditions or []), 30)
+    custom.create_cluster_custom_object(*CONSOLE, {
         'apiVersion': 'operator.openshift.io/v1', 'kind': 'Console', 'metadata': {'name': 'cluster'},
         'spec': {'plugins': ['other-plugin']}})
-    wait_until('the DCGM exporter pods of the GPU operator', lambda: dcgm_pods(api), 120, 1)
+    wait_until('the DCGM exporter pods of the GPU operator', lambda: dcgm_pods(core), 120, 1)
 
 
-def role(kubeconfig, variables, check=False):
-    tasks = [{'name': 'monitoring', 'ansible.builtin.include_role': {'name': 'gpuops.gpu.monitoring'}}]
-    return run_play(kubeconfig, tasks, check=check, vars=dict(BASE, **variables))
-
-
-def snapshot(api):
+def snapshot(core, custom):
     """Everything the role may write (the operator keeps writing the ClusterPolicy status: compare the spec)."""
-    core, custom = api['core'], api['custom']
     cms = sorted('%s/%s' % (cm.metadata.namespace, cm.metadata.name)
                  for ns in (OP_NS, 'openshift-config-managed') for cm in core.list_namespaced_config_map(ns).items)
     rules = [r['metadata']['name'] for r in custom.list_namespaced_custom_object(
@@ -74,8 +60,8 @@ def snapshot(api):
             custom.get_cluster_custom_object(*CONSOLE, 'cluster')['spec'].get('plugins'))
 
 
-def test_bad_inputs_fail_before_writing(testbed, api):
-    before = snapshot(api)
+def test_bad_inputs_fail_before_writing(testbed, core, custom):
+    before = snapshot(core, custom)
     cases = {
         'help-with-comma': {'monitoring_dcgm_metrics_extra': [
             {'field': 'DCGM_FI_DEV_ECC_DBE_VOL_TOTAL', 'type': 'counter', 'help': 'ECC errors, double bit'}]},
@@ -91,26 +77,22 @@ def test_bad_inputs_fail_before_writing(testbed, api):
                 'no-grafana-namespace': 'the Grafana namespace monitoring does not exist',
                 'no-such-cluster-policy': 'exactly one ClusterPolicy is needed (found 0)',
                 'console-plugin-not-installed': 'the ConsolePlugin console-plugin-nvidia-gpu does not exist'}
-    for name, text in expected.items():
-        assert name in got, 'case %s did not fail: %s' % (name, raw[-3000:])
-        assert got[name]['task'].rsplit(' : ', 1)[-1].startswith('Check the inputs before'), got[name]
-        assert text in got[name]['msg'], got[name]
-    assert snapshot(api) == before
+    assert_failed(got, raw, expected, 'Check the inputs before')
+    assert snapshot(core, custom) == before
 
 
-def test_check_mode_writes_nothing(testbed, api):
-    before = snapshot(api)
-    rc, results, raw = role(testbed.kubeconfig, {}, check=True)
+def test_check_mode_writes_nothing(testbed, core, custom):
+    before = snapshot(core, custom)
+    rc, results, raw = run_role(testbed.kubeconfig, 'monitoring', BASE, check=True)
     assert rc == 0, raw[-3000:]
     assert results['Point the ClusterPolicy DCGM exporter at the metrics and the ServiceMonitor']['changed'] is True
     assert results['Write the GPU dashboard for the OpenShift console']['changed'] is True
-    assert snapshot(api) == before
+    assert snapshot(core, custom) == before
 
 
-def test_apply_then_idempotent(testbed, api):
-    rc, results, raw = role(testbed.kubeconfig, {})
+def test_apply_then_idempotent(testbed, core, custom, apps):
+    rc, results, raw = run_role(testbed.kubeconfig, 'monitoring', BASE)
     assert rc == 0, raw[-3000:]
-    core, custom, apps = api['core'], api['custom'], api['apps']
     assert core.read_namespace(OP_NS).metadata.labels['openshift.io/cluster-monitoring'] == 'true'
     csv = core.read_namespaced_config_map('gpuops-dcgm-metrics', OP_NS).data['dcgm-metrics.csv']
     lines = [line for line in csv.splitlines() if line and not line.startswith('#')]
@@ -145,40 +127,39 @@ def test_apply_then_idempotent(testbed, api):
     exprs = ' '.join(t['expr'] for p in board['panels'] for t in p.get('targets', []))
     assert 'DCGM_FI_PROF_GR_ENGINE_ACTIVE' in exprs and 'DCGM_FI_DEV_XID_ERRORS' in exprs
 
-    before = snapshot(api)
-    rc, results, raw = role(testbed.kubeconfig, {})
+    before = snapshot(core, custom)
+    rc, results, raw = run_role(testbed.kubeconfig, 'monitoring', BASE)
     assert rc == 0, raw[-3000:]
-    assert [name for name, res in results.items() if res.get('changed')] == []
-    assert snapshot(api) == before
+    assert changed_tasks(results) == [], changed_tasks(results)
+    assert snapshot(core, custom) == before
 
 
-def test_metric_change_restarts_exporter_and_console_plugin_enabled(testbed, api):
-    core, custom = api['core'], api['custom']
+def test_metric_change_restarts_exporter_and_console_plugin_enabled(testbed, core, custom):
     custom.create_cluster_custom_object('console.openshift.io', 'v1', 'consoleplugins', {
         'apiVersion': 'console.openshift.io/v1', 'kind': 'ConsolePlugin',
         'metadata': {'name': 'console-plugin-nvidia-gpu'},
         'spec': {'displayName': 'NVIDIA GPU', 'backend': {'type': 'Service', 'service': {
             'name': 'console-plugin-nvidia-gpu', 'namespace': OP_NS, 'port': 9443, 'basePath': '/'}}}})
-    pods_before = dcgm_pods(api)
+    pods_before = dcgm_pods(core)
     assert pods_before
-    rc, results, raw = role(testbed.kubeconfig, {'monitoring_console_plugin': True, 'monitoring_dcgm_metrics_extra': [
-        {'field': 'DCGM_FI_DEV_ECC_DBE_VOL_TOTAL', 'type': 'counter', 'help': 'Double-bit volatile ECC errors.'}]})
+    extra = [{'field': 'DCGM_FI_DEV_ECC_DBE_VOL_TOTAL', 'type': 'counter', 'help': 'Double-bit volatile ECC errors.'}]
+    rc, results, raw = run_role(testbed.kubeconfig, 'monitoring',
+                                dict(BASE, monitoring_console_plugin=True, monitoring_dcgm_metrics_extra=extra))
     assert rc == 0, raw[-3000:]
     assert results['Restart the DCGM exporter pods to load the new metric list']['changed'] is True
     csv = core.read_namespaced_config_map('gpuops-dcgm-metrics', OP_NS).data['dcgm-metrics.csv']
     assert csv.rstrip().endswith('DCGM_FI_DEV_ECC_DBE_VOL_TOTAL, counter, Double-bit volatile ECC errors.')
-    wait_until('new DCGM exporter pods', lambda: dcgm_pods(api) and not (dcgm_pods(api) & pods_before), 60)
+    wait_until('new DCGM exporter pods', lambda: dcgm_pods(core) and not (dcgm_pods(core) & pods_before), 60)
     assert custom.get_cluster_custom_object(*CONSOLE, 'cluster')['spec']['plugins'] == [
         'other-plugin', 'console-plugin-nvidia-gpu']
 
 
-def test_plain_kubernetes_grafana_dashboard(testbed, api):
-    core, custom = api['core'], api['custom']
+def test_plain_kubernetes_grafana_dashboard(testbed, core, custom):
     core.create_namespace({'metadata': {'name': 'monitoring'}})
-    rc, results, raw = role(testbed.kubeconfig, {
-        'monitoring_platform': 'kubernetes',
-        'monitoring_service_monitor_additional_labels': {'release': 'kube-prometheus-stack'},
-        'monitoring_alert_rule_labels': {'release': 'kube-prometheus-stack'}})
+    rc, results, raw = run_role(testbed.kubeconfig, 'monitoring', dict(
+        BASE, monitoring_platform='kubernetes',
+        monitoring_service_monitor_additional_labels={'release': 'kube-prometheus-stack'},
+        monitoring_alert_rule_labels={'release': 'kube-prometheus-stack'}))
     assert rc == 0, raw[-3000:]
     assert results['Write the GPU dashboard for the OpenShift console'].get('skipped') is True
     board = core.read_namespaced_config_map('gpuops-gpu-dashboard', 'monitoring')

@@ -5,7 +5,7 @@ the simulated GPU feature discovery), idempotency, check mode, bad input, remova
 import pytest
 from kubernetes import client
 
-from ansible_run import changed_tasks, run_play
+from ansible_run import changed_tasks, run_role
 from conftest import create_namespace
 from policy_helpers import enable_time_slicing, ensure_cluster_policy
 
@@ -33,12 +33,6 @@ def namespaces(core):
         core.delete_namespace(name)
 
 
-def role(kubeconfig, check=False, **variables):
-    tasks = [{'name': 'quotas', 'ansible.builtin.include_role': {'name': 'gpuops.gpu.quotas'}}]
-    rc, results, raw = run_play(kubeconfig, tasks, check=check, vars=variables)
-    return rc, results, raw
-
-
 def quotas(core):
     return dict(((q.metadata.namespace, q.metadata.name), q) for q in core.list_resource_quota_for_all_namespaces().items)
 
@@ -54,14 +48,14 @@ def versions(core):
 
 def test_check_mode_writes_nothing(testbed, core):
     before = versions(core)
-    rc, results, raw = role(testbed.kubeconfig, check=True, quotas_resource_quotas=QUOTAS)
+    rc, results, raw = run_role(testbed.kubeconfig, 'quotas', {'quotas_resource_quotas': QUOTAS}, check=True)
     assert rc == 0, raw[-3000:]
     assert results['Write the ResourceQuotas']['changed'] is True
     assert versions(core) == before
 
 
 def test_quotas_written_normalised_then_idempotent(testbed, core):
-    rc, results, raw = role(testbed.kubeconfig, quotas_resource_quotas=QUOTAS)
+    rc, results, raw = run_role(testbed.kubeconfig, 'quotas', {'quotas_resource_quotas': QUOTAS})
     assert rc == 0, raw[-3000:]
     have = quotas(core)
     qa = have[('qa-a', 'gpu-quota')]
@@ -77,11 +71,11 @@ def test_quotas_written_normalised_then_idempotent(testbed, core):
     assert any('hami-scheduler' in n for n in notes), notes
     assert have[('qa-foreign', 'gpu-quota')].spec.hard == {'pods': '10'}
     before = versions(core)
-    rc, results, raw = role(testbed.kubeconfig, quotas_resource_quotas=QUOTAS)
+    rc, results, raw = run_role(testbed.kubeconfig, 'quotas', {'quotas_resource_quotas': QUOTAS})
     assert rc == 0, raw[-3000:]
     assert changed_tasks(results) == [], changed_tasks(results)
     assert versions(core) == before
-    rc, results, raw = role(testbed.kubeconfig, check=True, quotas_resource_quotas=QUOTAS)
+    rc, results, raw = run_role(testbed.kubeconfig, 'quotas', {'quotas_resource_quotas': QUOTAS}, check=True)
     assert rc == 0 and changed_tasks(results) == [], raw[-3000:]
 
 
@@ -110,7 +104,7 @@ BAD = [
 @pytest.mark.parametrize('entries,extra,fragment', BAD)
 def test_bad_input_fails_before_writing(testbed, core, entries, extra, fragment):
     before = versions(core)
-    rc, results, raw = role(testbed.kubeconfig, quotas_resource_quotas=entries, **extra)
+    rc, results, raw = run_role(testbed.kubeconfig, 'quotas', dict(extra, quotas_resource_quotas=entries))
     assert rc != 0
     assert fragment in raw, raw[-3000:]
     assert versions(core) == before
@@ -119,7 +113,7 @@ def test_bad_input_fails_before_writing(testbed, core, entries, extra, fragment)
 def test_time_slicing_warning(testbed, core, custom):
     ensure_cluster_policy(custom)
     enable_time_slicing(core, custom, testbed.config['cluster']['operator_namespace'], ['a100-0', 'a100-1'], 4)
-    rc, results, raw = role(testbed.kubeconfig, quotas_resource_quotas=QUOTAS)
+    rc, results, raw = run_role(testbed.kubeconfig, 'quotas', {'quotas_resource_quotas': QUOTAS})
     assert rc == 0, raw[-3000:]
     warning = results['Warn that time-slicing changes what the GPU quotas mean']['msg']
     assert any('requests.nvidia.com/gpu: 4 with nvidia.com/gpu shared 4 ways' in w and 'equivalent of 1 physical' in w
@@ -129,14 +123,15 @@ def test_time_slicing_warning(testbed, core, custom):
 
 
 def test_absent_removes_only_gpuops_quotas(testbed, core):
-    entries = [{'namespaces': ['qa-a', 'qa-foreign']}, {'name': 'hami', 'namespace_selector': TEAM + '=ml'}]
+    absent = {'quotas_state': 'absent', 'quotas_resource_quotas': [
+        {'namespaces': ['qa-a', 'qa-foreign']}, {'name': 'hami', 'namespace_selector': TEAM + '=ml'}]}
     before = versions(core)
-    rc, results, raw = role(testbed.kubeconfig, check=True, quotas_state='absent', quotas_resource_quotas=entries)
+    rc, results, raw = run_role(testbed.kubeconfig, 'quotas', absent, check=True)
     assert rc == 0 and results['Delete the ResourceQuotas']['changed'] is True, raw[-3000:]
     assert versions(core) == before
-    rc, results, raw = role(testbed.kubeconfig, quotas_state='absent', quotas_resource_quotas=entries)
+    rc, results, raw = run_role(testbed.kubeconfig, 'quotas', absent)
     assert rc == 0, raw[-3000:]
     assert any('left in place' in n for n in results['Show what was normalised or left alone']['msg'])
     assert sorted(quotas(core)) == [('qa-foreign', 'gpu-quota')]
-    rc, results, raw = role(testbed.kubeconfig, quotas_state='absent', quotas_resource_quotas=entries)
+    rc, results, raw = run_role(testbed.kubeconfig, 'quotas', absent)
     assert rc == 0 and changed_tasks(results) == [], raw[-3000:]

@@ -11,15 +11,11 @@ import pytest
 import yaml
 from kubernetes import client
 
-from ansible_run import run_play
+from ansible_run import run_play, run_role
 from conftest import wait_until
 
 SA, SA_NS = 'gpuops-rollout', 'gpuops-automation'
 MANAGED = 'app.kubernetes.io/managed-by=gpuops.gpu'
-
-
-def rbac_task(**role_vars):
-    return {'name': 'rbac', 'ansible.builtin.include_role': {'name': 'gpuops.gpu.rbac'}, 'vars': role_vars}
 
 
 def role_vars(testbed, **extra):
@@ -52,7 +48,7 @@ def changed(results):
 
 @pytest.fixture(scope='module')
 def applied(testbed, api_client):
-    rc, results, raw = run_play(testbed.kubeconfig, [rbac_task(**role_vars(testbed))])
+    rc, results, raw = run_role(testbed.kubeconfig, 'rbac', role_vars(testbed))
     assert rc == 0, raw[-4000:]
     return results
 
@@ -93,7 +89,7 @@ def test_role_applies_roles_account_and_token(testbed, api_client, applied, toke
 
 def test_role_second_run_changes_nothing_and_check_mode_writes_nothing(testbed, api_client, applied, token):
     before = managed_objects(api_client)
-    rc, results, raw = run_play(testbed.kubeconfig, [rbac_task(**role_vars(testbed))])
+    rc, results, raw = run_role(testbed.kubeconfig, 'rbac', role_vars(testbed))
     assert rc == 0, raw[-3000:]
     assert changed(results) == [], raw[-3000:]
     assert token not in raw, 'the token must never show up in what the role prints or returns'
@@ -101,7 +97,7 @@ def test_role_second_run_changes_nothing_and_check_mode_writes_nothing(testbed, 
     more = role_vars(testbed)
     more['rbac_service_accounts'] = more['rbac_service_accounts'] + [
         {'name': 'gpuops-report', 'namespace': 'gpuops-check', 'access': ['report'], 'token_secret': True}]
-    rc, results, raw = run_play(testbed.kubeconfig, [rbac_task(**more)], check=True, diff=True)
+    rc, results, raw = run_role(testbed.kubeconfig, 'rbac', more, check=True, diff=True)
     assert rc == 0, raw[-3000:]
     assert changed(results), 'check mode must report what it would create'
     assert managed_objects(api_client) == before
@@ -118,7 +114,7 @@ def test_role_second_run_changes_nothing_and_check_mode_writes_nothing(testbed, 
 ], ids=['unknown-access', 'bad-name', 'missing-operator-namespace', 'role-not-applied'])
 def test_bad_input_fails_before_writing(testbed, api_client, applied, bad, message):
     before = managed_objects(api_client)
-    rc, results, raw = run_play(testbed.kubeconfig, [rbac_task(**role_vars(testbed, **bad))])
+    rc, results, raw = run_role(testbed.kubeconfig, 'rbac', role_vars(testbed, **bad))
     assert rc != 0
     assert message in raw, raw[-3000:]
     assert managed_objects(api_client) == before

@@ -7,9 +7,9 @@ quotas unless asked; idempotency, check mode, bad input."""
 import pytest
 from kubernetes import client
 
-from ansible_run import changed_tasks, run_play
-from conftest import create_namespace, gpu_pod
-from policy_helpers import enable_time_slicing, ensure_cluster_policy, get_policy, node_writes, wait_for, wait_quiet
+from ansible_run import changed_tasks, run_role
+from conftest import create_namespace, gpu_pod, wait_until
+from policy_helpers import enable_time_slicing, ensure_cluster_policy, get_policy, node_writes, wait_quiet
 
 MIG_NODES = ['a100-0', 'h100-0']
 SHARED_NODES = ['t4-0', 'l40s-0']
@@ -29,16 +29,10 @@ def labels(core, name):
     return core.read_node(name).metadata.labels or {}
 
 
-def play(kubeconfig, role, variables, check=False):
-    tasks = [{'name': role, 'ansible.builtin.include_role': {'name': 'gpuops.gpu.' + role}}]
-    return run_play(kubeconfig, tasks, check=check, vars=variables)
-
-
-def reset(testbed, operator_ns, check=False, **extra):
-    variables = {'reset_operator_namespace': operator_ns, 'reset_max_unavailable': 2, 'reset_poll_interval': 0.3,
-                 'reset_state_timeout': 90, 'reset_verify_timeout': 90}
-    variables.update(extra)
-    return play(testbed.kubeconfig, 'reset', variables, check=check)
+@pytest.fixture(scope='module')
+def reset_vars(operator_ns):
+    return {'reset_operator_namespace': operator_ns, 'reset_max_unavailable': 2, 'reset_poll_interval': 0.3,
+            'reset_state_timeout': 90, 'reset_verify_timeout': 90}
 
 
 def snapshot(core, custom, operator_ns):
@@ -53,8 +47,8 @@ def snapshot(core, custom, operator_ns):
 def configured(testbed, core, custom, operator_ns):
     """MIG through the gpuops.gpu.mig role, time-slicing by hand, a GPU pod, quotas."""
     ensure_cluster_policy(custom)
-    wait_for(lambda: all(labels(core, n).get('nvidia.com/gpu.product') for n in GPU_NODES), 120, what='GFD labels')
-    rc, results, raw = play(testbed.kubeconfig, 'mig', {
+    wait_until('GFD labels', lambda: all(labels(core, n).get('nvidia.com/gpu.product') for n in GPU_NODES), 120)
+    rc, results, raw = run_role(testbed.kubeconfig, 'mig', {
         'mig_operator_namespace': operator_ns, 'mig_strategy': 'mixed', 'mig_max_unavailable': 2,
         'mig_poll_interval': 0.3, 'mig_custom_configs': {'two-3g': [
             {'devices': 'all', 'mig-enabled': True, 'mig-devices': {'3g.20gb': 2}}]},
@@ -65,7 +59,7 @@ def configured(testbed, core, custom, operator_ns):
     enable_time_slicing(core, custom, operator_ns, SHARED_NODES, replicas=4, cm_name=DP_CM, labels={})
     create_namespace(core, WORKLOAD_NS)
     core.create_namespaced_pod(WORKLOAD_NS, gpu_pod('trainer', 'a100-0', {'nvidia.com/mig-3g.20gb': '1'}))
-    wait_for(lambda: core.read_namespaced_pod('trainer', WORKLOAD_NS).status.phase == 'Running', 60, what='GPU pod')
+    wait_until('GPU pod', lambda: core.read_namespaced_pod('trainer', WORKLOAD_NS).status.phase == 'Running', 60)
     for name, meta in (('gpu-quota', MANAGED), ('foreign', {})):
         core.create_namespaced_resource_quota(WORKLOAD_NS, client.V1ResourceQuota(
             metadata=client.V1ObjectMeta(name=name, labels=meta),
@@ -86,17 +80,17 @@ BAD = [
 
 
 @pytest.mark.parametrize('extra,fragment', BAD)
-def test_bad_input_fails_before_writing(testbed, core, custom, operator_ns, extra, fragment):
+def test_bad_input_fails_before_writing(testbed, core, custom, operator_ns, reset_vars, extra, fragment):
     before = snapshot(core, custom, operator_ns)
-    rc, results, raw = reset(testbed, operator_ns, **extra)
+    rc, results, raw = run_role(testbed.kubeconfig, 'reset', dict(reset_vars, **extra))
     assert rc != 0
     assert fragment in raw, raw[-3000:]
     assert snapshot(core, custom, operator_ns) == before
 
 
-def test_check_mode_writes_nothing(testbed, core, custom, operator_ns):
+def test_check_mode_writes_nothing(testbed, core, custom, operator_ns, reset_vars):
     before = snapshot(core, custom, operator_ns)
-    rc, results, raw = reset(testbed, operator_ns, check=True)
+    rc, results, raw = run_role(testbed.kubeconfig, 'reset', reset_vars, check=True)
     assert rc == 0, raw[-3000:]
     changed = changed_tasks(results)
     assert 'Roll the MIG nodes back to all-disabled' in changed and 'Roll the shared nodes back to unshared' in changed
@@ -104,8 +98,8 @@ def test_check_mode_writes_nothing(testbed, core, custom, operator_ns):
     assert snapshot(core, custom, operator_ns) == before
 
 
-def test_reset_returns_the_fleet_to_all_disabled_and_unshared(testbed, core, custom, operator_ns):
-    rc, results, raw = reset(testbed, operator_ns)
+def test_reset_returns_the_fleet_to_all_disabled_and_unshared(testbed, core, custom, operator_ns, reset_vars):
+    rc, results, raw = run_role(testbed.kubeconfig, 'reset', reset_vars)
     assert rc == 0, raw[-4000:]
     for name in GPU_NODES:
         node = core.read_node(name)
@@ -131,18 +125,18 @@ def test_reset_returns_the_fleet_to_all_disabled_and_unshared(testbed, core, cus
         'foreign', 'gpu-quota']
 
     before = snapshot(core, custom, operator_ns)
-    rc, results, raw = reset(testbed, operator_ns)
+    rc, results, raw = run_role(testbed.kubeconfig, 'reset', reset_vars)
     assert rc == 0, raw[-3000:]
     assert changed_tasks(results) == [], changed_tasks(results)
     assert snapshot(core, custom, operator_ns) == before
-    rc, results, raw = reset(testbed, operator_ns, check=True)
+    rc, results, raw = run_role(testbed.kubeconfig, 'reset', reset_vars, check=True)
     assert rc == 0 and changed_tasks(results) == [], raw[-3000:]
 
 
-def test_reset_quotas_deletes_only_gpuops_quotas(testbed, core, custom, operator_ns):
-    rc, results, raw = reset(testbed, operator_ns, reset_quotas=True)
+def test_reset_quotas_deletes_only_gpuops_quotas(testbed, core, reset_vars):
+    rc, results, raw = run_role(testbed.kubeconfig, 'reset', dict(reset_vars, reset_quotas=True))
     assert rc == 0, raw[-3000:]
     assert changed_tasks(results) == ['Delete the gpuops.gpu ResourceQuotas']
     assert [q.metadata.name for q in core.list_namespaced_resource_quota(WORKLOAD_NS).items] == ['foreign']
-    rc, results, raw = reset(testbed, operator_ns, reset_quotas=True)
+    rc, results, raw = run_role(testbed.kubeconfig, 'reset', dict(reset_vars, reset_quotas=True))
     assert rc == 0 and changed_tasks(results) == [], raw[-3000:]

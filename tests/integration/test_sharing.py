@@ -8,21 +8,21 @@ then per node group (time-slicing 10 on A100, unshared H100, MPS renamed on L40S
 check-mode run that change nothing, bad inputs that fail before any write, a profile content change that
 restarts the plugin, then MIG strategy mixed with time-sliced MIG devices."""
 
-import json
 import os
 
 import pytest
 import yaml
 from kubernetes import client
 
-from ansible_run import run_play
-from conftest import create_namespace, gpu_pod
-from policy_helpers import ensure_cluster_policy, wait_for
+from ansible_run import include, run_play, run_role, task_results
+from conftest import create_namespace, gpu_pod, wait_until
+from policy_helpers import CP, ensure_cluster_policy
+from role_cases import assert_failed, failure_block, failures
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 NS = 'gpu-operator'
 CM = 'gpuops-device-plugin-config'
-CP = 'gpu-cluster-policy'
+POLICY = 'gpu-cluster-policy'
 LABEL = 'nvidia.com/device-plugin.config'
 HASH = 'gpuops.gpu/device-plugin-config-hash'
 GPU_NODES = ['a100-0', 'a100-1', 'h100-0', 'h100-1', 'l40s-0', 't4-0']
@@ -50,10 +50,9 @@ PER_GROUP = dict(CLUSTER_WIDE, sharing_assignments=[
 @pytest.fixture(scope='module', autouse=True)
 def operator_ready(testbed, core, custom):
     """The operator's ClusterPolicy, reconciled to ready, and GFD labels on every GPU node."""
-    ensure_cluster_policy(custom, CP)
-    wait_for(lambda: all(labels(core, n).get('nvidia.com/gpu.replicas') for n in GPU_NODES), 120,
-             what='GFD labels')
-    wait_for(lambda: len(dp_pods(core)) == len(GPU_NODES), 120, what='device-plugin pods')
+    ensure_cluster_policy(custom, POLICY)
+    wait_until('GFD labels', lambda: all(labels(core, n).get('nvidia.com/gpu.replicas') for n in GPU_NODES), 120)
+    wait_until('device-plugin pods', lambda: len(dp_pods(core)) == len(GPU_NODES), 120)
 
 
 def labels(core, name):
@@ -82,19 +81,13 @@ def snapshot(core, custom):
         cm = core.read_namespaced_config_map(CM, NS).metadata.resource_version
     except client.ApiException:
         cm = None
-    policy = custom.get_cluster_custom_object('nvidia.com', 'v1', 'clusterpolicies', CP)
+    policy = custom.get_cluster_custom_object(*CP, POLICY)
     nodes = {}
     for node in core.list_node().items:
         ann = node.metadata.annotations or {}
         nodes[node.metadata.name] = ((node.metadata.labels or {}).get(LABEL), ann.get(HASH), bool(node.spec.unschedulable),
                                      sorted(k for k in ann if k.startswith('gpuops.gpu/rollout')))
     return cm, policy['metadata']['generation'], nodes
-
-
-def role(kubeconfig, variables, check=False, diff=False, extra_tasks=()):
-    task = {'name': 'sharing', 'ansible.builtin.include_role': {'name': 'gpuops.gpu.sharing'}}
-    rc, results, raw = run_play(kubeconfig, [task] + list(extra_tasks), check=check, diff=diff, vars=variables)
-    return rc, results, raw
 
 
 def assert_clean(core):
@@ -107,12 +100,12 @@ def assert_clean(core):
 # ------------------------------------------------------------------------------------------ tests
 
 def test_cluster_wide_time_slicing(testbed, core, custom, apps):
-    rc, results, raw = role(testbed.kubeconfig, CLUSTER_WIDE)
+    rc, results, raw = run_role(testbed.kubeconfig, 'sharing', CLUSTER_WIDE)
     assert rc == 0, raw[-4000:]
     rollout = results['Roll the sharing profiles out to the node groups']
     assert rollout['changed'] is True and sorted(rollout['assignments']) == GPU_NODES
     assert set(rollout['assignments'].values()) == {'default'}
-    spec = custom.get_cluster_custom_object('nvidia.com', 'v1', 'clusterpolicies', CP)['spec']['devicePlugin']
+    spec = custom.get_cluster_custom_object(*CP, POLICY)['spec']['devicePlugin']
     assert spec['config'] == {'name': CM, 'default': 'inference'}
     assert spec['mps'] == {'root': '/run/nvidia/mps'}
     assert alloc(core, 't4-0') == {'nvidia.com/gpu': '4'}       # 1 T4 x replicas 4
@@ -123,11 +116,11 @@ def test_cluster_wide_time_slicing(testbed, core, custom, apps):
     assert t4['nvidia.com/gpu.product'] == 'Tesla-T4-SHARED'
     assert core.read_node('t4-0').metadata.annotations.get(HASH)
     assert_clean(core)
-    wait_for(lambda: plugin_rolled_out(apps), 120, what='the operator to roll the device-plugin DaemonSet')
+    wait_until('the operator to roll the device-plugin DaemonSet', lambda: plugin_rolled_out(apps), 120)
 
 
 def test_per_node_group_time_slicing_mps_and_unshared(testbed, core):
-    rc, results, raw = role(testbed.kubeconfig, PER_GROUP, diff=True)
+    rc, results, raw = run_role(testbed.kubeconfig, 'sharing', PER_GROUP, diff=True)
     assert rc == 0, raw[-4000:]
     rollout = results['Roll the sharing profiles out to the node groups']
     assert rollout['assignments'] == {'a100-0': 'a100-ts-10', 'a100-1': 'a100-ts-10', 'h100-0': 'none',
@@ -151,18 +144,10 @@ def test_per_node_group_time_slicing_mps_and_unshared(testbed, core):
     assert_clean(core)
 
 
-def task_results(raw):
-    """[(task name, result)] in order, from the json callback output (names may repeat)."""
-    out = json.JSONDecoder().raw_decode(raw[raw.index('{'):])[0]
-    return [(task['task']['name'].split(' : ', 1)[-1], task['hosts'].get('localhost', {}))
-            for play in out.get('plays', []) for task in play.get('tasks', [])]
-
-
 def test_second_run_and_check_mode_change_nothing(testbed, core, custom):
     before = snapshot(core, custom)
-    again = {'name': 'again', 'ansible.builtin.include_role': {'name': 'gpuops.gpu.sharing'}}
-    check = {'name': 'check', 'ansible.builtin.include_role': {'name': 'gpuops.gpu.sharing', 'apply': {'check_mode': True}}}
-    rc, _results, raw = run_play(testbed.kubeconfig, [again, check], vars=PER_GROUP)
+    check = include('sharing', name='check', check_mode=True)
+    rc, _results, raw = run_role(testbed.kubeconfig, 'sharing', PER_GROUP, extra_tasks=[check])
     assert rc == 0, raw[-4000:]
     results = task_results(raw)
     assert len(results) > 12, [name for name, _r in results]  # both runs went through every task
@@ -175,7 +160,7 @@ def test_second_run_and_check_mode_change_nothing(testbed, core, custom):
 def test_check_mode_plans_a_content_change_and_writes_nothing(testbed, core, custom):
     before, pods = snapshot(core, custom), dp_pods(core)
     changed = dict(PER_GROUP, sharing_profiles=dict(PROFILES, inference=ts(6)))
-    rc, results, raw = role(testbed.kubeconfig, changed, check=True)
+    rc, results, raw = run_role(testbed.kubeconfig, 'sharing', changed, check=True)
     assert rc == 0, raw[-4000:]
     assert results['Write the device-plugin ConfigMap (one key per profile)']['changed'] is True
     plan = results['Roll the sharing profiles out to the node groups']['plan']
@@ -185,14 +170,6 @@ def test_check_mode_plans_a_content_change_and_writes_nothing(testbed, core, cus
     assert entries['t4-0']['expected_allocatable'] == {'nvidia.com/gpu': 6}
     assert snapshot(core, custom) == before and dp_pods(core) == pods
     assert yaml.safe_load(core.read_namespaced_config_map(CM, NS).data['inference']) == dict(ts(4), version='v1')
-
-
-def bad_block(index, variables):
-    """The role with bad variables, its failure caught (a rescued block stops the role at the failure)."""
-    return {'name': 'bad-%d' % index, 'vars': variables,
-            'block': [{'name': 'role-%d' % index, 'ansible.builtin.include_role': {'name': 'gpuops.gpu.sharing'}}],
-            'rescue': [{'name': 'caught-%d' % index, 'ansible.builtin.set_fact': {
-                'caught': '{{ ansible_failed_task.name }}: {{ ansible_failed_result.msg | default("") | string }}'}}]}
 
 
 BAD = [
@@ -219,12 +196,10 @@ BAD = [
 
 def test_bad_inputs_fail_before_any_write(testbed, core, custom):
     before = snapshot(core, custom)
-    tasks = [bad_block(i, dict(PER_GROUP, **variables)) for i, (variables, _t, _f) in enumerate(BAD)]
-    rc, results, raw = run_play(testbed.kubeconfig, tasks)
-    assert rc == 0, raw[-4000:]
+    got, raw = failures(testbed.kubeconfig, 'sharing', PER_GROUP, dict(
+        ('bad-%d' % index, variables) for index, (variables, _t, _f) in enumerate(BAD)))
     for index, (_v, task, fragment) in enumerate(BAD):
-        caught = (results.get('caught-%d' % index) or {}).get('ansible_facts', {}).get('caught', '')
-        assert caught.startswith(task) and fragment in caught, (index, caught)
+        assert_failed(got, raw, {'bad-%d' % index: fragment}, task)
     assert snapshot(core, custom) == before
 
 
@@ -232,13 +207,13 @@ def test_content_change_restarts_the_plugin_and_changes_capacity(testbed, core):
     ns = 'sharing-it'
     create_namespace(core, ns)
     core.create_namespaced_pod(ns, gpu_pod('inference', 't4-0'))
-    wait_for(lambda: core.read_namespaced_pod('inference', ns).status.phase == 'Running', 60, what='GPU pod running')
+    wait_until('GPU pod running', lambda: core.read_namespaced_pod('inference', ns).status.phase == 'Running', 60)
     pods = dp_pods(core)
     # inference profile 4 -> 6 replicas; the MPS profile goes away and the L40S group becomes unshared
     variables = dict(PER_GROUP, sharing_profiles=dict(((k, v) for k, v in PROFILES.items() if k != 'mps-10'),
                                                       inference=ts(6)),
                      sharing_assignments=PER_GROUP['sharing_assignments'][:2] + [{'nodes': ['l40s-0'], 'profile': ''}])
-    rc, results, raw = role(testbed.kubeconfig, variables)
+    rc, results, raw = run_role(testbed.kubeconfig, 'sharing', variables)
     assert rc == 0, raw[-4000:]
     nodes = dict((n['node'], n) for n in results['Roll the sharing profiles out to the node groups']['nodes'])
     assert sorted(nodes) == ['l40s-0', 't4-0'], nodes
@@ -258,9 +233,9 @@ def test_content_change_restarts_the_plugin_and_changes_capacity(testbed, core):
 
 
 def test_time_slicing_of_mig_devices_with_strategy_mixed(testbed, core, custom):
-    custom.patch_cluster_custom_object('nvidia.com', 'v1', 'clusterpolicies', CP, {'spec': {'mig': {'strategy': 'mixed'}}})
-    wait_for(lambda: all(labels(core, n).get('nvidia.com/mig.strategy') == 'mixed' for n in GPU_NODES), 120,
-             what='GFD reporting MIG strategy mixed')
+    custom.patch_cluster_custom_object(*CP, POLICY, {'spec': {'mig': {'strategy': 'mixed'}}})
+    wait_until('GFD reporting MIG strategy mixed',
+               lambda: all(labels(core, n).get('nvidia.com/mig.strategy') == 'mixed' for n in GPU_NODES), 120)
     profiles = dict(((k, v) for k, v in PROFILES.items() if k != 'mps-10'), inference=ts(6),
                     **{'mig-1g-ts-2': ts(2, 'nvidia.com/mig-1g.5gb')})
     variables = dict(PER_GROUP, sharing_profiles=profiles, sharing_assignments=[
@@ -269,13 +244,14 @@ def test_time_slicing_of_mig_devices_with_strategy_mixed(testbed, core, custom):
     mig = {'name': 'mig', 'gpuops.gpu.mig_rollout': {
         'assignments': [{'nodes': ['a100-0'], 'config': 'all-1g.5gb'}], 'operator_namespace': NS,
         'poll_interval': 0.3, 'state_timeout': 60, 'verify_timeout': 60}}
-    mps_mixed = bad_block(0, dict(variables, sharing_profiles=dict(profiles, **{'mps-10': MPS_10_RENAMED})))
-    task = {'name': 'sharing', 'ansible.builtin.include_role': {'name': 'gpuops.gpu.sharing'}, 'vars': variables}
-    rc, results, raw = run_play(testbed.kubeconfig, [mig, mps_mixed, task])
+    mps_mixed = failure_block('sharing', 'mps-mixed', dict(variables, sharing_profiles=dict(
+        profiles, **{'mps-10': MPS_10_RENAMED})))
+    rc, results, raw = run_play(testbed.kubeconfig, [mig, mps_mixed, include('sharing', variables)])
     assert rc == 0, raw[-4000:]
     assert results['mig']['changed'] is True
-    caught = results['caught-0']['ansible_facts']['caught']
-    assert caught.startswith('Check the inputs') and 'mixed' in caught and 'mps-10' in caught, caught
+    got = results['record mps-mixed']['ansible_facts']['__cases']
+    assert_failed(got, raw, {'mps-mixed': 'mixed'}, 'Check the inputs')
+    assert 'mps-10' in got['mps-mixed']['msg'], got
     assert alloc(core, 'a100-0') == {'nvidia.com/mig-1g.5gb': '112'}  # 8 GPUs x 7 x 1g.5gb x replicas 2
     a100 = labels(core, 'a100-0')
     assert a100['nvidia.com/mig-1g.5gb.replicas'] == '2'

@@ -3,32 +3,24 @@ whose full, time-sliced and MIG (mixed strategy) resources come from the simulat
 driven by the real gpu-operator; KWOK's pod-complete stage finishes the pods of Jobs."""
 
 import pytest
-from kubernetes import client, config as kconfig
 
-from ansible_run import run_play
-from role_cases import failures
+from ansible_run import changed_tasks, run_role
 from cluster_policy_example import clusterpolicy_example
 from conftest import wait_until
+from policy_helpers import CP
+from role_cases import assert_failed, failures
 
 OP_NS = 'gpu-operator'
 NS = 'gpuops-smoke-test'
-CP = ('nvidia.com', 'v1', 'clusterpolicies')
 SHARING = 'version: v1\nsharing:\n  timeSlicing:\n    resources:\n      - name: nvidia.com/gpu\n        replicas: 4\n'
 FAST = {'smoke_test_poll_interval': 0.5, 'smoke_test_timeout': 120, 'smoke_test_stuck_timeout': 30}
 RUN_TASK = 'Run a workload on every GPU resource'
 
 
-@pytest.fixture(scope='module')
-def api(testbed):
-    api_client = kconfig.new_client_from_config(config_file=testbed.kubeconfig)
-    return client.CoreV1Api(api_client), client.CustomObjectsApi(api_client), client.BatchV1Api(api_client)
-
-
 @pytest.fixture(scope='module', autouse=True)
-def gpu_fleet(api):
+def gpu_fleet(core, custom):
     """Full GPUs (H100, A100), MIG mixed strategy on a100-0 (all-balanced), time-slicing x4 on t4-0, and the
     L40S node cordoned (a resource without schedulable capacity)."""
-    core, custom, _batch = api
     policy = clusterpolicy_example()
     policy['spec']['mig'] = {'strategy': 'mixed'}
     policy['spec']['devicePlugin']['config'] = {'name': 'smoke-sharing', 'default': ''}
@@ -47,21 +39,15 @@ def gpu_fleet(api):
     wait_until('MIG devices on a100-0, time-slicing on t4-0, GPUs on h100-0', ready, 180, 1)
 
 
-def smoke_objects(api):
+def smoke_objects(core, batch):
     """The Jobs and pods of the smoke test anywhere in the cluster, and whether its namespace exists."""
-    core, _custom, batch = api
     selector = 'app.kubernetes.io/name=gpuops-smoke-test'
     jobs = [j.metadata.name for j in batch.list_job_for_all_namespaces(label_selector=selector).items]
     pods = [p.metadata.name for p in core.list_pod_for_all_namespaces(label_selector=selector).items]
     return jobs, pods, NS in [n.metadata.name for n in core.list_namespace().items]
 
 
-def role(kubeconfig, variables=None, check=False):
-    tasks = [{'name': 'smoke', 'ansible.builtin.include_role': {'name': 'gpuops.gpu.smoke_test'}}]
-    return run_play(kubeconfig, tasks, check=check, vars=dict(FAST, **(variables or {})))
-
-
-def test_bad_inputs_fail_before_writing(testbed, api):
+def test_bad_inputs_fail_before_writing(testbed, core, batch):
     cases = {
         'empty-image': {'smoke_test_image': ''},
         'not-a-gpu-resource': {'smoke_test_resources': ['amd.com/gpu']},
@@ -73,26 +59,22 @@ def test_bad_inputs_fail_before_writing(testbed, api):
                 'not-a-gpu-resource': 'amd.com/gpu is not an NVIDIA GPU resource',
                 'bad-namespace': 'Smoke_Test is not a valid namespace name',
                 'bad-toleration': 'operator must be Exists or Equal'}
-    for name, text in expected.items():
-        assert name in got, 'case %s did not fail: %s' % (name, raw[-3000:])
-        assert got[name]['task'].rsplit(' : ', 1)[-1] in (
-            'Check the inputs before writing anything', 'Validate the tolerations (nvidia.com/gpu is always kept)'), got[name]
-        assert text in got[name]['msg'], got[name]
-    assert smoke_objects(api) == ([], [], False)
+    assert_failed(got, raw, expected, ('Check the inputs before writing anything',
+                                       'Validate the tolerations (nvidia.com/gpu is always kept)'))
+    assert smoke_objects(core, batch) == ([], [], False)
 
 
-def test_check_mode_plans_and_writes_nothing(testbed, api):
-    rc, results, raw = role(testbed.kubeconfig, check=True)
+def test_check_mode_plans_and_writes_nothing(testbed, core, batch):
+    rc, results, raw = run_role(testbed.kubeconfig, 'smoke_test', FAST, check=True)
     assert rc == 0, raw[-3000:]
     statuses = {(c['resource'], c['product']): c['status'] for c in results[RUN_TASK]['cases']}
     assert statuses[('nvidia.com/gpu', 'NVIDIA-H100-80GB-HBM3')] == 'planned'
     assert statuses[('nvidia.com/gpu', 'NVIDIA-L40S')] == 'no-capacity'
-    assert smoke_objects(api) == ([], [], False)
+    assert smoke_objects(core, batch) == ([], [], False)
 
 
-def test_every_gpu_resource_runs_then_idempotent(testbed, api):
-    core = api[0]
-    rc, results, raw = role(testbed.kubeconfig)
+def test_every_gpu_resource_runs_then_idempotent(testbed, core, batch):
+    rc, results, raw = run_role(testbed.kubeconfig, 'smoke_test', FAST)
     assert rc == 0, raw[-4000:]
     assert results['Create the smoke test namespace']['changed'] is True
     cases = {(c['resource'], c['product']): c for c in results[RUN_TASK]['cases']}
@@ -118,9 +100,9 @@ def test_every_gpu_resource_runs_then_idempotent(testbed, api):
     for case in cases.values():
         if case['status'] == 'passed':
             assert scheduled[case['pod']].endswith('to %s' % case['ran_on'])
-    assert smoke_objects(api)[:2] == ([], [])
+    assert smoke_objects(core, batch)[:2] == ([], [])
 
-    rc, results, raw = role(testbed.kubeconfig)
+    rc, results, raw = run_role(testbed.kubeconfig, 'smoke_test', FAST)
     assert rc == 0, raw[-4000:]
-    assert [name for name, res in results.items() if res.get('changed')] == []
-    assert smoke_objects(api) == ([], [], True)
+    assert changed_tasks(results) == [], changed_tasks(results)
+    assert smoke_objects(core, batch) == ([], [], True)

@@ -13,19 +13,13 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=/dev/null
 source "$here/hack/versions.env"
+# shellcheck source=hack/flags.sh
+source "$here/hack/flags.sh"
 export GOTOOLCHAIN=local
 export CGO_ENABLED=0
 cache_root=${GPUOPS_CACHE:-$HOME/.cache/gpuops}/testbed
 
-force=0 print_only=0
-for a in "$@"; do
-  case "$a" in
-    --force) force=1 ;;
-    --print-bin) print_only=1 ;;
-    -h|--help) sed -n '2,12p' "$0"; exit 0 ;;
-    *) echo "unknown argument: $a" >&2; exit 2 ;;
-  esac
-done
+parse_flags 2,11 "$@"
 
 hash=$( { cat "$here/hack/versions.env" "$here/go.mod" "$here/go.sum" "$here/operator/go.mod" "$here/operator/go.sum"; \
           find "$here/cmd" -name '*.go' -type f | LC_ALL=C sort | xargs cat; go env GOVERSION; } \

@@ -9,7 +9,9 @@ Used by the ``gpuops.gpu.gpu_fleet_table`` filter, ``playbooks/report.yml`` and 
 from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
 
-RESOURCE_PREFIX = 'nvidia.com/'
+from ansible_collections.gpuops.gpu.plugins.module_utils.common.checks import type_name
+from ansible_collections.gpuops.gpu.plugins.module_utils.common.names import RESOURCE_PREFIX
+
 NONE = '-'
 UNKNOWN = 'n/a'   # pods were not read (include_pods=false)
 
@@ -120,13 +122,13 @@ def normalise_input(data, summary=None):
             summary = data.get('summary')
         data = data['nodes']
     if not isinstance(data, (list, tuple)):
-        raise ValueError('expected a list of nodes, got %s' % type(data).__name__)
+        raise ValueError('expected a list of nodes, got %s' % type_name(data))
     for item in data:
         if not isinstance(item, dict):
             raise ValueError('every node must be a dict as gpu_nodes_info returns it, got %s'
-                             % type(item).__name__)
+                             % type_name(item))
     if summary is not None and not isinstance(summary, dict):
-        raise ValueError('summary must be a dict, got %s' % type(summary).__name__)
+        raise ValueError('summary must be a dict, got %s' % type_name(summary))
     return list(data), summary
 
 

@@ -3,7 +3,8 @@
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Pure reading of a Kubernetes Node (a dict, as the API returns it) as a GPU node.
 
-The labels are the ones GFD, NFD and the MIG manager write (nvidia-facts.md §2.3, §4). No I/O.
+The labels are the ones GFD, NFD and the MIG manager write (docs/facts.md#gpu-feature-discovery-labels,
+#mig-manager). No I/O.
 """
 
 from __future__ import (absolute_import, division, print_function)
@@ -11,27 +12,15 @@ __metaclass__ = type
 
 import re
 
-GPU_RESOURCE = 'nvidia.com/gpu'
-SHARED_RESOURCE = 'nvidia.com/gpu.shared'
-MIG_RESOURCE_PREFIX = 'nvidia.com/mig-'
+from ansible_collections.gpuops.gpu.plugins.module_utils.common.checks import as_number
+from ansible_collections.gpuops.gpu.plugins.module_utils.common.names import (
+    DEPLOY_LABEL_PREFIX, GPU_RESOURCE, LABEL_COUNT, LABEL_DP_CONFIG, LABEL_MEMORY, LABEL_MIG_CAPABLE, LABEL_MIG_CONFIG,
+    LABEL_MIG_STATE, LABEL_MIG_STRATEGY, LABEL_PCI_PRESENT, LABEL_PRESENT, LABEL_PRODUCT, LABEL_REPLICAS, LABEL_SHARING,
+    MIG_RESOURCE_PREFIX, PAUSED_FOR_MIG, SHARED_RESOURCE)
 
-LABEL_PRODUCT = 'nvidia.com/gpu.product'
-LABEL_COUNT = 'nvidia.com/gpu.count'
-LABEL_MEMORY = 'nvidia.com/gpu.memory'
-LABEL_PRESENT = 'nvidia.com/gpu.present'
-LABEL_REPLICAS = 'nvidia.com/gpu.replicas'
-LABEL_SHARING = 'nvidia.com/gpu.sharing-strategy'
-LABEL_MIG_CAPABLE = 'nvidia.com/mig.capable'
-LABEL_MIG_STRATEGY = 'nvidia.com/mig.strategy'
-LABEL_MIG_CONFIG = 'nvidia.com/mig.config'
-LABEL_MIG_STATE = 'nvidia.com/mig.config.state'
-LABEL_DP_CONFIG = 'nvidia.com/device-plugin.config'
-LABEL_PCI_PRESENT = 'feature.node.kubernetes.io/pci-10de.present'
 # Pods that hold resources on a node: bound, not terminal (what the scheduler's cache holds).
 ACTIVE_POD_FIELD_SELECTOR = 'status.phase!=Succeeded,status.phase!=Failed'
 BOUND_ACTIVE_POD_FIELD_SELECTOR = 'spec.nodeName!=,' + ACTIVE_POD_FIELD_SELECTOR
-DEPLOY_LABEL_PREFIX = 'nvidia.com/gpu.deploy.'
-PAUSED_FOR_MIG = 'paused-for-mig-change'
 
 _MIG_SUFFIX = re.compile(r'-MIG-.*$')
 _MIG_SINGLE = re.compile(r'-MIG-(.+?)(?:-SHARED)?$')
@@ -71,13 +60,6 @@ def base_product(product):
         return product
     product = product[:-len('-SHARED')] if product.endswith('-SHARED') else product
     return _MIG_SUFFIX.sub('', product)
-
-
-def _int(value, default=None):
-    try:
-        return int(str(value))
-    except (TypeError, ValueError):
-        return default
 
 
 def _container_gpu(container):
@@ -144,12 +126,12 @@ def mig_devices(labels):
     for key, value in labels.items():
         if key.startswith(MIG_RESOURCE_PREFIX) and key.endswith(_COUNT_SUFFIX):
             profile = key[len(MIG_RESOURCE_PREFIX):-len(_COUNT_SUFFIX)]
-            count = _int(value, 0)
+            count = as_number(value, int, 0)
             if profile and count:
                 out[profile] = out.get(profile, 0) + count
     match = _MIG_SINGLE.search(labels.get(LABEL_PRODUCT) or '')
     if match and match.group(1) != 'INVALID':
-        count = _int(labels.get(LABEL_COUNT), 0)
+        count = as_number(labels.get(LABEL_COUNT), int, 0)
         if count:
             out[match.group(1)] = out.get(match.group(1), 0) + count
     return out
@@ -191,15 +173,15 @@ def node_gpu_info(node, pods=None):
         'gpu_node': is_gpu_node(node),
         'product': base_product(product_label),
         'product_label': product_label,
-        'count': _int(labels.get(LABEL_COUNT)),
-        'memory_mib': _int(labels.get(LABEL_MEMORY)),
+        'count': as_number(labels.get(LABEL_COUNT), int),
+        'memory_mib': as_number(labels.get(LABEL_MEMORY), int),
         'mig_capable': labels.get(LABEL_MIG_CAPABLE) == 'true',
         'mig_strategy': labels.get(LABEL_MIG_STRATEGY),
         'mig_config': labels.get(LABEL_MIG_CONFIG),
         'mig_state': labels.get(LABEL_MIG_STATE),
         'mig_devices': mig_devices(labels),
         'sharing_strategy': labels.get(LABEL_SHARING) or 'none',
-        'replicas': _int(labels.get(LABEL_REPLICAS), 1),
+        'replicas': as_number(labels.get(LABEL_REPLICAS), int, 1),
         'device_plugin_config': labels.get(LABEL_DP_CONFIG),
         'deploy': deploy,
         'paused_for_mig_change': sorted(k for k, v in deploy.items() if v == PAUSED_FOR_MIG),

@@ -15,43 +15,53 @@ HAMi's scheduler additionally enforces ``limits.nvidia.com/gpumem`` and
 from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
 
+import decimal
 import math
 import re
 from fractions import Fraction
 
+try:
+    from kubernetes.utils import parse_quantity as k8s_parse_quantity
+except ImportError:  # pragma: no cover - parse_quantity says what is missing
+    k8s_parse_quantity = None
+
+from ansible_collections.gpuops.gpu.plugins.module_utils.common.names import GPU_RESOURCE, HAMI_RESOURCES
 from ansible_collections.gpuops.gpu.plugins.module_utils.gpu.sharing import (
-    GPU_RESOURCE, SHARED_SUFFIX, is_mig_resource, normalise_resource_name)
-from ansible_collections.gpuops.gpu.plugins.module_utils.gpu.tolerations import is_int, suggest, type_name
+    SHARED_SUFFIX, is_mig_resource, normalise_resource_name)
+from ansible_collections.gpuops.gpu.plugins.module_utils.common.checks import is_int, suggest, type_name
 
 REQUESTS = 'requests.'
 LIMITS = 'limits.'
-HAMI_RESOURCES = ('nvidia.com/gpumem', 'nvidia.com/gpumem-percentage', 'nvidia.com/gpucores')
 HAMI_SCHEDULER_LIMITS = ('nvidia.com/gpumem', 'nvidia.com/gpucores')
 
-_QUANTITY_RE = re.compile(r'^([+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+))'
-                          r'(Ki|Mi|Gi|Ti|Pi|Ei|n|u|m|k|M|G|T|P|E|[eE][+-]?[0-9]+)?$')
-_BINARY = {'Ki': 1, 'Mi': 2, 'Gi': 3, 'Ti': 4, 'Pi': 5, 'Ei': 6}
-_DECIMAL = {'n': -9, 'u': -6, 'm': -3, '': 0, 'k': 3, 'M': 6, 'G': 9, 'T': 12, 'P': 15, 'E': 18}
+# The quantity grammar of the API server (k8s.io/apimachinery resource.Quantity): the Python
+# client's parse_quantity is more lenient ('5K', '1ui', 'NaN', '1_000'), so the syntax is checked
+# here and the client does the arithmetic.
+_QUANTITY_RE = re.compile(r'^[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)'
+                          r'(?:Ki|Mi|Gi|Ti|Pi|Ei|n|u|m|k|M|G|T|P|E|[eE][+-]?[0-9]+)?$')
 _KNOWN_EXAMPLES = ('nvidia.com/gpu', 'nvidia.com/gpu.shared', 'nvidia.com/mig-1g.5gb') + HAMI_RESOURCES
 
 
 def parse_quantity(value):
-    """A Kubernetes quantity (4, '500m', '2Gi', '1e3') as a Fraction; None when it is not one."""
+    """A Kubernetes quantity (4, '500m', '2Gi', '1e3') as a Fraction; None when it is not one.
+
+    Numbers are taken as written (0.1 is 1/10, not the nearest binary float); strings must follow
+    the API server's grammar (surrounding blanks ignored) and are converted by
+    ``kubernetes.utils.parse_quantity``. Raises RuntimeError when the kubernetes library is missing.
+    """
     if is_int(value):
         return Fraction(value)
     if isinstance(value, float):
         return Fraction(repr(value)) if math.isfinite(value) else None
-    if not isinstance(value, str):
+    if not isinstance(value, str) or not _QUANTITY_RE.match(value.strip()):
         return None
-    match = _QUANTITY_RE.match(value.strip())
-    if not match:
-        return None
-    number, suffix = Fraction(match.group(1)), match.group(2) or ''
-    if suffix in _BINARY:
-        return number * 1024 ** _BINARY[suffix]
-    if suffix in _DECIMAL:
-        return number * Fraction(10) ** _DECIMAL[suffix]
-    return number * Fraction(10) ** int(suffix[1:])
+    if k8s_parse_quantity is None:
+        raise RuntimeError('parsing the quantity %r needs the kubernetes Python library (pip install kubernetes)'
+                           % (value,))
+    text = value.strip()
+    with decimal.localcontext() as context:
+        context.prec = len(text) + 30  # exact: the client computes in Decimal, a suffix adds <= 19 digits
+        return Fraction(k8s_parse_quantity(text))
 
 
 def is_nvidia_resource(resource):

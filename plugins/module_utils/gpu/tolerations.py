@@ -2,112 +2,30 @@
 # Copyright: (c) 2026, gpuops.gpu contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""Tolerations and taints for GPU nodes: validate, merge, derive. Pure, no I/O.
+"""Tolerations and taints for GPU nodes: validate, merge, match, derive. Pure, no I/O.
 
 Why merging matters: the GPU operator's ``daemonsets.tolerations`` (and the NFD worker's and the
 operator Subscription's) REPLACE the default list, so a user who adds a toleration for their own
 taint silently drops ``nvidia.com/gpu`` and the operands stop scheduling on tainted GPU nodes.
 ``merge_tolerations`` always keeps it.
 
-This file also holds the small Kubernetes name checks (label keys and values, DNS subdomains,
-unknown-field hints) that ``sharing_config`` reuses.
+Generic input checks (label keys and values, type names, unknown keys) live in common/checks.py.
 """
 
 from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
 
-import difflib
-import re
+from ansible_collections.gpuops.gpu.plugins.module_utils.common.checks import (
+    is_int, label_key_errors, label_value_errors, optional_list, type_name, unknown_key_errors)
+from ansible_collections.gpuops.gpu.plugins.module_utils.common.names import GPU_RESOURCE
 
-GPU_TOLERATION = {'key': 'nvidia.com/gpu', 'operator': 'Exists', 'effect': 'NoSchedule'}
+GPU_TOLERATION = {'key': GPU_RESOURCE, 'operator': 'Exists', 'effect': 'NoSchedule'}
 TAINT_EFFECTS = ('NoSchedule', 'PreferNoSchedule', 'NoExecute')
 TOLERATION_EFFECTS = ('',) + TAINT_EFFECTS
 TOLERATION_OPERATORS = ('Exists', 'Equal')
 
 _TOLERATION_FIELDS = ('key', 'operator', 'value', 'effect', 'tolerationSeconds')
 _TAINT_FIELDS = ('key', 'value', 'effect', 'timeAdded')
-
-_DNS_LABEL = r'[a-z0-9]([-a-z0-9]*[a-z0-9])?'
-_DNS_SUBDOMAIN_RE = re.compile(r'^%s(\.%s)*$' % (_DNS_LABEL, _DNS_LABEL))
-_NAME_RE = re.compile(r'^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$')
-_LABEL_VALUE_RE = re.compile(r'^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$')
-
-
-# --- generic Kubernetes name checks ---------------------------------------------------------
-
-def type_name(value):
-    """Name of a value's type the way YAML users think of it (for messages)."""
-    if value is None:
-        return 'null'
-    if isinstance(value, bool):
-        return 'boolean'
-    if isinstance(value, str):
-        return 'string'
-    if isinstance(value, int):
-        return 'integer'
-    if isinstance(value, float):
-        return 'float'
-    if isinstance(value, dict):
-        return 'mapping'
-    if isinstance(value, (list, tuple)):
-        return 'list'
-    return type(value).__name__
-
-
-def is_int(value):
-    """True for a real integer (YAML ``4``), False for booleans, floats and strings."""
-    return isinstance(value, int) and not isinstance(value, bool)
-
-
-def is_dns_subdomain(value):
-    """RFC 1123 subdomain (lowercase alphanumerics, '-' and '.'), at most 253 characters."""
-    return isinstance(value, str) and len(value) <= 253 and bool(_DNS_SUBDOMAIN_RE.match(value))
-
-
-def label_key_errors(key):
-    """Reasons why ``key`` is not a valid label/taint key ('[prefix/]name'); [] when valid."""
-    if not isinstance(key, str) or not key:
-        return ['must be a non-empty string']
-    prefix, _sep, name = key.rpartition('/')
-    errors = []
-    if _sep and not is_dns_subdomain(prefix):
-        errors.append("prefix '%s' must be a lowercase DNS subdomain such as 'example.com'" % prefix)
-    if len(name) > 63 or not _NAME_RE.match(name):
-        errors.append("name '%s' must be at most 63 characters of [A-Za-z0-9-_.], "
-                      "starting and ending with a letter or digit" % name)
-    return errors
-
-
-def label_value_errors(value):
-    """Reasons why ``value`` is not a valid label value; [] when valid (empty is valid)."""
-    if not isinstance(value, str):
-        return ['must be a string, got %s (quote it in YAML)' % type_name(value)]
-    if len(value) > 63 or not _LABEL_VALUE_RE.match(value):
-        return ["'%s' must be at most 63 characters of [A-Za-z0-9-_.], starting and ending "
-                "with a letter or digit" % value]
-    return []
-
-
-def unknown_key_errors(mapping, known, path):
-    """One message per key of ``mapping`` not in ``known``, with a 'did you mean' hint."""
-    errors = []
-    for key in mapping:
-        if key in known:
-            continue
-        hint = suggest(key, known)
-        errors.append("%s: unknown key '%s'%s (known keys: %s)" % (
-            path, key, "; did you mean '%s'?" % hint if hint else '', ', '.join(known)))
-    return errors
-
-
-def suggest(word, candidates):
-    """The candidate ``word`` was most likely meant to be (case-insensitive first), or None."""
-    word = str(word)
-    for candidate in candidates:
-        if candidate.lower() == word.lower():
-            return candidate
-    close = difflib.get_close_matches(word, list(candidates), n=1, cutoff=0.6)
-    return close[0] if close else None
 
 
 # --- tolerations ----------------------------------------------------------------------------
@@ -120,7 +38,7 @@ def toleration_identity(toleration):
 
 def toleration_errors(tolerations, path='tolerations'):
     """Validate a list of pod tolerations; returns a list of messages ([] when valid)."""
-    items, errors = _list_items(tolerations, path)
+    items, errors = optional_list(tolerations, path)
     for index, toleration in items:
         errors.extend(_one_toleration_errors(toleration, '%s[%d]' % (path, index)))
     return errors
@@ -166,6 +84,25 @@ def _toleration_seconds_errors(tol, effect, path):
     return []
 
 
+def tolerates(toleration, taint):
+    """Kubernetes semantics: does ``toleration`` match ``taint``?
+
+    The effect must match unless the toleration's is empty (all effects); an empty key with
+    ``Exists`` matches every taint; otherwise the key must match and, with ``Equal`` (the
+    default operator), the value too (an unset value equals the empty string).
+    """
+    effect = toleration.get('effect') or ''
+    if effect and effect != taint.get('effect'):
+        return False
+    key = toleration.get('key') or ''
+    operator = toleration.get('operator') or 'Equal'
+    if not key:
+        return operator == 'Exists'
+    if key != taint.get('key'):
+        return False
+    return operator == 'Exists' or (toleration.get('value') or '') == (taint.get('value') or '')
+
+
 def merge_tolerations(existing, extra=None, keep_gpu=True):
     """Merge toleration lists, deduplicated by (key, operator, value, effect).
 
@@ -189,7 +126,7 @@ def merge_tolerations(existing, extra=None, keep_gpu=True):
 
 def taint_errors(taints, path='taints'):
     """Validate a list of node taints; returns a list of messages ([] when valid)."""
-    items, errors = _list_items(taints, path)
+    items, errors = optional_list(taints, path)
     seen = {}
     for index, taint in items:
         item_path = '%s[%d]' % (path, index)
@@ -241,12 +178,3 @@ def _toleration_for(taint, match_value):
     if match_value and taint.get('value'):
         return {'key': taint['key'], 'operator': 'Equal', 'value': taint['value'], 'effect': taint['effect']}
     return {'key': taint['key'], 'operator': 'Exists', 'effect': taint['effect']}
-
-
-def _list_items(values, path):
-    """(enumerated items, errors) for an optional list argument (None means empty)."""
-    if values is None:
-        return [], []
-    if not isinstance(values, (list, tuple)):
-        return [], ['%s must be a list, got %s' % (path, type_name(values))]
-    return list(enumerate(values)), []

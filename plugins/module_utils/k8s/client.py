@@ -1,11 +1,16 @@
 # -*- coding: utf-8 -*-
 # Copyright: (c) 2026, gpuops.gpu contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Connection helper shared by every gpuops.gpu module.
+"""The one connection to the Kubernetes API of a module run, with its one request counter.
 
-It reuses kubernetes.core's authentication argument spec and API client unchanged, so the
-``K8S_AUTH_*`` environment (AWX/AAP credentials), kubeconfig files or dicts, contexts, tokens and
-in-cluster configuration behave exactly as they do for ``kubernetes.core.k8s``.
+It reuses kubernetes.core's API client unchanged, so the ``K8S_AUTH_*`` environment (AWX/AAP
+credentials), kubeconfig files or dicts, contexts, tokens and in-cluster configuration behave
+exactly as they do for ``kubernetes.core.k8s``.
+
+Calls go through ``Connection.call`` (one request, counted, answered as plain JSON: dicts and
+lists, never client model objects, which is also the fast way for large lists) or
+``Connection.request`` (counted, the raw response: streams, logs). Callers never count requests
+themselves; ``Connection.requests`` is the module's ``api_requests``.
 """
 
 from __future__ import (absolute_import, division, print_function)
@@ -13,59 +18,82 @@ __metaclass__ = type
 
 import copy
 import json
+import threading
 
-from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.gpuops.gpu.plugins.module_utils.k8s.errors import ApiError, status_of
 
 try:
-    from ansible_collections.kubernetes.core.plugins.module_utils.args_common import AUTH_ARG_SPEC
-    from ansible_collections.kubernetes.core.plugins.module_utils.k8s.core import AnsibleK8SModule
     from ansible_collections.kubernetes.core.plugins.module_utils.k8s.client import get_api_client
-    HAS_KUBERNETES_CORE = True
-except ImportError:  # pragma: no cover - reported by GpuModule
-    AUTH_ARG_SPEC = {}
-    AnsibleK8SModule = None
+except ImportError:  # pragma: no cover - reported by k8s.runner.gpu_module
     get_api_client = None
-    HAS_KUBERNETES_CORE = False
 
 try:
-    from kubernetes.dynamic.exceptions import DynamicApiError
+    from kubernetes.client import ApiClient, BatchV1Api, CoreV1Api, CustomObjectsApi, PolicyV1Api
 except ImportError:  # pragma: no cover - AnsibleK8SModule reports missing kubernetes
-    DynamicApiError = Exception
+    ApiClient = BatchV1Api = CoreV1Api = CustomObjectsApi = PolicyV1Api = None
 
-try:
-    from kubernetes.client import ApiClient, CoreV1Api, CustomObjectsApi, PolicyV1Api
-    HAS_K8S_CLIENT = True
-except ImportError:  # pragma: no cover - AnsibleK8SModule reports missing kubernetes
-    ApiClient = CoreV1Api = CustomObjectsApi = PolicyV1Api = None
-    HAS_K8S_CLIENT = False
+APIS = ('core', 'custom', 'policy', 'batch', 'dynamic')
 
 
-def argument_spec(**extra):
-    """kubernetes.core's auth options plus the module's own options."""
-    spec = copy.deepcopy(AUTH_ARG_SPEC)
-    spec.update(extra)
-    return spec
+def decode(response):
+    """A raw (``_preload_content=False``) response as JSON data; data that is already decoded
+    (a dict, a list) is returned as it is, an empty body is {}."""
+    data = response.data if hasattr(response, 'data') else response
+    if isinstance(data, (bytes, str)):
+        return json.loads(data) if data else {}
+    return {} if data is None else data
 
 
-def gpu_module(**kwargs):
-    """Build the module object: kubernetes.core's AnsibleK8SModule around AnsibleModule.
+class _Counter(object):
+    """Requests made, shared by a connection and its pooled copies (thread-safe)."""
 
-    Fails cleanly (no traceback) when kubernetes.core or the kubernetes library is missing.
-    """
-    if not HAS_KUBERNETES_CORE:
-        module = AnsibleModule(**kwargs)
-        module.fail_json(msg="The kubernetes.core collection (>=5.0.0,<7.0.0) is required: "
-                             "ansible-galaxy collection install kubernetes.core")
-    kwargs.setdefault('supports_check_mode', True)
-    return AnsibleK8SModule(module_class=AnsibleModule, **kwargs)
+    def __init__(self):
+        self.value = 0
+        self.lock = threading.Lock()
+
+    def add(self):
+        with self.lock:
+            self.value += 1
 
 
 class Connection(object):
-    """Typed API objects over one kubernetes.core client (shared connection pool)."""
+    """API objects over one kubernetes.core client (one connection pool) and one request counter.
 
-    def __init__(self, module):
-        self.module = module
-        self.client = get_api_client(module=module)
+    ``Connection(module=module)`` opens the client on first use of an API object (so a run that
+    needs no request, e.g. a check-mode plan, needs no reachable cluster); ``Connection(core=...,
+    custom=..., ...)`` wraps given API objects (tests, or anything with the same methods).
+    ``core`` is a CoreV1Api, ``custom`` CustomObjectsApi, ``policy`` PolicyV1Api, ``batch``
+    BatchV1Api, ``dynamic`` kubernetes.core's dynamic client.
+    """
+
+    def __init__(self, module=None, **apis):
+        unknown = set(apis) - set(APIS)
+        if unknown:
+            raise TypeError('unknown API objects: %s' % ', '.join(sorted(unknown)))
+        self._module = module
+        self._counter = _Counter()
+        self.client = None
+        if module is None:
+            for name in APIS:
+                setattr(self, name, apis.get(name))
+
+    def __getattr__(self, name):
+        """The API objects of a connection not opened yet: open it now."""
+        if name in APIS and self.__dict__.get('_module') is not None:
+            self.open()
+            return self.__dict__[name]
+        raise AttributeError(name)
+
+    def open(self):
+        """Connect now (a no-op when connected or wrapping given API objects). Raises ApiError."""
+        module = self.__dict__.get('_module')
+        if module is None:
+            return
+        try:
+            self.client = get_api_client(module=module)
+        except Exception as exc:  # kubernetes.core raises several types for bad auth/config
+            raise ApiError('Could not connect to the Kubernetes API: %s' % exc)
+        self._module = None
         self._typed(self.client.client.client)
         self.dynamic = self.client.client
 
@@ -73,10 +101,40 @@ class Connection(object):
         self.core = CoreV1Api(api_client)
         self.custom = CustomObjectsApi(api_client)
         self.policy = PolicyV1Api(api_client)
+        self.batch = BatchV1Api(api_client)
+
+    @property
+    def requests(self):
+        """API requests made through this connection and its pooled copies."""
+        return self._counter.value
+
+    def request(self, fn, *args, **kwargs):
+        """One counted request of a kubernetes.client API method, answered raw (not decoded)."""
+        self._counter.add()
+        kwargs['_preload_content'] = False
+        return fn(*args, **kwargs)
+
+    def call(self, fn, *args, **kwargs):
+        """One counted request, its answer as JSON data (dicts and lists)."""
+        self._counter.add()
+        kwargs['_preload_content'] = False
+        return decode(fn(*args, **kwargs))
+
+    def call_or_none(self, fn, *args, **kwargs):
+        """``call``, but None when the object is not there (HTTP 404)."""
+        try:
+            return self.call(fn, *args, **kwargs)
+        except Exception as exc:  # ApiException: anything else than 404 goes on up
+            if status_of(exc) == 404:
+                return None
+            raise
 
     def pooled(self, size):
         """This connection, or a copy with room for ``size`` concurrent requests (same
-        configuration and headers, its own connection pool)."""
+        configuration and headers, its own connection pool, the same request counter)."""
+        self.open()
+        if self.client is None:
+            return self
         api_client = self.client.client.client
         config = api_client.configuration
         if (config.connection_pool_maxsize or 0) >= size:
@@ -91,35 +149,5 @@ class Connection(object):
 
 
 def connect(module):
-    """Return a Connection, or fail the module with the API error (never a traceback)."""
-    try:
-        return Connection(module)
-    except Exception as exc:  # kubernetes.core raises several types for bad auth/config
-        module.fail_json(msg="Could not connect to the Kubernetes API: %s" % exc)
-
-
-def run_module(module, run, input_errors=(), partial_errors=()):
-    """The shape every gpuops.gpu module ends with: connect, run(conn, params, check_mode), then
-    exit with the result (diff only under --diff, warnings as warnings). ``input_errors`` mean
-    nothing was written; ``partial_errors`` carry a partial ``result`` attribute."""
-    conn = connect(module)
-    try:
-        result = run(conn, module.params, module.check_mode)
-    except input_errors as exc:
-        module.fail_json(msg=str(exc), changed=False)
-    except DynamicApiError as exc:
-        summary = exc.summary() if hasattr(exc, 'summary') else str(exc)
-        module.fail_json(msg='Kubernetes API error: %s' % json.dumps(summary), changed=False)
-    except partial_errors as exc:
-        failed = dict(getattr(exc, 'result', None) or {})
-        failed.pop('diff', None)
-        for warning in failed.pop('warnings', None) or []:
-            module.warn(warning)
-        failed.setdefault('changed', True)
-        module.fail_json(msg=str(exc), **failed)
-    diff = result.pop('diff', None)
-    if module._diff and diff is not None:
-        result['diff'] = diff
-    for warning in result.pop('warnings', None) or []:
-        module.warn(warning)
-    module.exit_json(**result)
+    """The connection of a module run (opened on first use; see Connection)."""
+    return Connection(module=module)

@@ -11,9 +11,14 @@ from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
 
 import copy
-import json
 import time
 
+from ansible_collections.gpuops.gpu.plugins.module_utils.common.merge import deep_merge, replace_patch
+from ansible_collections.gpuops.gpu.plugins.module_utils.common.names import (
+    CLUSTER_POLICY, CLUSTER_POLICY_CRD, managed_by_labels)
+from ansible_collections.gpuops.gpu.plugins.module_utils.k8s.errors import (
+    InputError, NotReady, api_message, status_of)
+from ansible_collections.gpuops.gpu.plugins.module_utils.k8s.waiter import Waiter
 from ansible_collections.gpuops.gpu.plugins.module_utils.plans import cluster_policy as cp
 
 try:
@@ -21,32 +26,44 @@ try:
 except ImportError:  # pragma: no cover - AnsibleK8SModule reports missing kubernetes
     ApiException = Exception
 
-GROUP, VERSION, PLURAL = 'nvidia.com', 'v1', 'clusterpolicies'
-CRD_NAME = 'clusterpolicies.nvidia.com'
 FIELD_MANAGER = 'gpuops.gpu'
 # After a change, 'ready' counts only once the operator had this long to see it (the ClusterPolicy
 # status has no observedGeneration, so a 'ready' read right after the write may be the old one).
 SETTLE_SECONDS = 5.0
 
 
-class InputError(Exception):
-    """Bad input: nothing was written."""
+def list_policies(conn):
+    """``(every ClusterPolicy, whether the ClusterPolicy API is served)``: ``([], False)`` before the GPU
+    operator's CRD exists."""
+    data = conn.call_or_none(conn.custom.list_cluster_custom_object, *CLUSTER_POLICY)
+    if data is None:
+        return [], False
+    return data.get('items') or [], True
 
 
-class NotReady(Exception):
-    """The ClusterPolicy was written but did not become ready in time."""
+def read_cluster_policy(conn, name=None):
+    """The ClusterPolicy called ``name``, else the first one (None when there is none or the API is
+    not served). InputError when ``name`` is given and not found."""
+    if name:
+        policy = conn.call_or_none(conn.custom.get_cluster_custom_object, *(CLUSTER_POLICY + (name,)))
+        if policy is None:
+            raise InputError("ClusterPolicy '%s' not found" % name)
+        return policy
+    policies, _served = list_policies(conn)
+    return policies[0] if policies else None
 
-    def __init__(self, msg, result):
-        Exception.__init__(self, msg)
-        self.result = result
 
-
-def api_message(exc):
-    """The apiserver's own message from an ApiException (the 'message' of its Status body)."""
-    try:
-        return json.loads(exc.body).get('message') or str(exc.reason)
-    except (TypeError, ValueError, AttributeError):
-        return str(getattr(exc, 'reason', exc))
+def info(conn, params, check_mode=False):
+    """``gpuops.gpu.cluster_policy_info``: one list call, then :func:`cp.select_policy` decides which
+    ClusterPolicy the caller works on and what stops it. Reads only (check mode changes nothing)."""
+    policies, served = list_policies(conn)
+    policy, matching, errors = cp.select_policy(policies, params.get('name') or '', params.get('required', True),
+                                                params.get('name_option') or 'name')
+    status = (policy or {}).get('status') or {}
+    return {'changed': False, 'api_found': served, 'cluster_policy': policy, 'cluster_policies': matching,
+            'name': ((policy or {}).get('metadata') or {}).get('name') or '',
+            'namespace': status.get('namespace') or '', 'state': cp.policy_state(policy),
+            'errors': errors, 'api_requests': conn.requests}
 
 
 class PolicyApply(object):
@@ -54,57 +71,38 @@ class PolicyApply(object):
         self.conn = conn
         self.params = params
         self.check_mode = check_mode
-        self.sleep = sleep
+        self.waiter = Waiter(params.get('poll_interval'), sleep=sleep, clock=clock)
         self.clock = clock
         self.warnings = []
-        self.requests = 0
 
     # --- reads -----------------------------------------------------------------------------
 
-    def _list_policies(self):
-        self.requests += 1
-        try:
-            return self.conn.custom.list_cluster_custom_object(GROUP, VERSION, PLURAL).get('items') or [], True
-        except ApiException as exc:
-            if exc.status == 404:
-                return [], False
-            raise
-
     def _get(self, name):
-        self.requests += 1
-        try:
-            return self.conn.custom.get_cluster_custom_object(GROUP, VERSION, PLURAL, name)
-        except ApiException as exc:
-            if exc.status == 404:
-                return None
-            raise
+        return self.conn.call_or_none(self.conn.custom.get_cluster_custom_object, *(CLUSTER_POLICY + (name,)))
 
     def _schema(self):
-        self.requests += 1
         try:
-            crd = self.conn.custom.get_cluster_custom_object('apiextensions.k8s.io', 'v1',
-                                                             'customresourcedefinitions', CRD_NAME)
+            crd = self.conn.call(self.conn.custom.get_cluster_custom_object, 'apiextensions.k8s.io', 'v1',
+                                 'customresourcedefinitions', CLUSTER_POLICY_CRD)
         except ApiException as exc:
-            if exc.status in (401, 403, 404):
+            if status_of(exc) in (401, 403, 404):
                 return None
             raise
         return cp.spec_schema(crd)
 
     # --- writes (dry run first) ------------------------------------------------------------
 
-    def _create(self, body, dry_run):
-        self.requests += 1
+    def _write(self, method, args, dry_run):
         kwargs = {'field_manager': FIELD_MANAGER, 'field_validation': 'Strict'}
         if dry_run:
             kwargs['dry_run'] = 'All'
-        return self.conn.custom.create_cluster_custom_object(GROUP, VERSION, PLURAL, body, **kwargs)
+        return self.conn.call(method, *(CLUSTER_POLICY + args), **kwargs)
+
+    def _create(self, body, dry_run):
+        return self._write(self.conn.custom.create_cluster_custom_object, (body,), dry_run)
 
     def _patch(self, name, patch, dry_run):
-        self.requests += 1
-        kwargs = {'field_manager': FIELD_MANAGER, 'field_validation': 'Strict'}
-        if dry_run:
-            kwargs['dry_run'] = 'All'
-        return self.conn.custom.patch_cluster_custom_object(GROUP, VERSION, PLURAL, name, {'spec': patch}, **kwargs)
+        return self._write(self.conn.custom.patch_cluster_custom_object, (name, {'spec': patch}), dry_run)
 
     # --- run -------------------------------------------------------------------------------
 
@@ -119,7 +117,7 @@ class PolicyApply(object):
             base_name, base_spec = cp.base_policy(params.get('alm_examples'), params.get('base'))
         except ValueError as exc:
             raise InputError('%s; nothing was changed' % exc)
-        policies, crd_present = self._list_policies()
+        policies, crd_present = list_policies(self.conn)
         name = params.get('name') or (policies[0]['metadata']['name'] if len(policies) == 1 else None) \
             or base_name or cp.DEFAULT_NAME
         if params['state'] == 'absent':
@@ -142,7 +140,7 @@ class PolicyApply(object):
                 result = self._plan_patch(existing)
         except ValueError as exc:
             raise InputError('%s; nothing was changed' % exc)
-        result.update({'name': name, 'api_requests': self.requests, 'warnings': self.warnings})
+        result.update({'name': name, 'api_requests': self.conn.requests, 'warnings': self.warnings})
         result['diff'] = {'before': {'spec': before} if before is not None else {},
                           'after': {'spec': result['spec']} if result['changed'] else ({'spec': before} if before else {})}
         if params['wait'] and not self.check_mode:
@@ -150,7 +148,7 @@ class PolicyApply(object):
             result['state'] = cp.policy_state(policy)
         else:
             result['state'] = cp.policy_state(existing) if existing else ''
-        result['api_requests'] = self.requests
+        result['api_requests'] = self.conn.requests
         result['duration_s'] = round(self.clock() - started, 2)
         return result
 
@@ -175,7 +173,7 @@ class PolicyApply(object):
     def _plan_create(self, name, base_spec, crd_present):
         spec = cp.desired_spec(base_spec, self.params.get('overrides'), self.params.get('tolerations'))
         body = {'apiVersion': cp.API_VERSION, 'kind': cp.KIND,
-                'metadata': {'name': name, 'labels': {'app.kubernetes.io/managed-by': 'gpuops.gpu'}},
+                'metadata': {'name': name, 'labels': managed_by_labels()},
                 'spec': spec}
         if crd_present:
             try:
@@ -197,7 +195,7 @@ class PolicyApply(object):
         if self.params['replace']:
             _base_name, base_spec = cp.base_policy(self.params.get('alm_examples'), self.params.get('base'))
             wanted = cp.desired_spec(base_spec, self.params.get('overrides'), self.params.get('tolerations'))
-            patch = cp.replace_patch(current, wanted)
+            patch = replace_patch(current, wanted)
         else:
             patch = cp.patch_for_existing(current, self.params.get('overrides'), self.params.get('tolerations'))
         if not patch:
@@ -207,7 +205,7 @@ class PolicyApply(object):
         except ApiException as exc:
             raise InputError('the apiserver refuses this change to ClusterPolicy %s (server-side dry run): %s; '
                              'nothing was changed' % (name, api_message(exc)))
-        after = dry.get('spec') or cp.apply_patch(current, patch)
+        after = dry.get('spec') or deep_merge(current, patch)
         if after == current:
             return {'changed': False, 'created': False, 'patch': {}, 'spec': current}
         if not self.check_mode:
@@ -221,45 +219,43 @@ class PolicyApply(object):
                   'spec': {}, 'state': '', 'warnings': self.warnings,
                   'diff': {'before': {'spec': (existing or {}).get('spec')} if existing else {}, 'after': {}}}
         if existing is not None and not self.check_mode:
-            self.requests += 1
-            try:
-                self.conn.custom.delete_cluster_custom_object(GROUP, VERSION, PLURAL, name)
-            except ApiException as exc:
-                if exc.status != 404:
-                    raise
-        result['api_requests'] = self.requests
+            self.conn.call_or_none(self.conn.custom.delete_cluster_custom_object, *(CLUSTER_POLICY + (name,)))
+        result['api_requests'] = self.conn.requests
         result['duration_s'] = round(self.clock() - started, 2)
         return result
 
     def _wait_ready(self, name, result):
+        """The ClusterPolicy once ``ready`` (and, after a change, SETTLE_SECONDS old); NotReady when
+        the operator ignores it or at wait_timeout."""
         start = self.clock()
-        deadline = start + self.params['wait_timeout']
         settle = SETTLE_SECONDS if result['changed'] else 0.0
-        policy = None
-        while True:
-            policy = self._get(name) or policy
+        last = {'policy': None}
+
+        def ready():
+            policy = last['policy'] = self._get(name) or last['policy']
             state = cp.policy_state(policy)
-            now = self.clock()
-            if state == 'ready' and now - start >= settle:
+            if state == 'ready' and self.clock() - start >= settle:
                 return policy
             if state == 'ignored':
                 raise NotReady('ClusterPolicy %s is ignored by the GPU operator (it reconciles another '
                                'ClusterPolicy); keep a single ClusterPolicy' % name, self._partial(result, policy))
-            if now >= deadline:
-                reason = cp.not_ready_reason(policy)
-                raise NotReady('ClusterPolicy %s is not ready after %ss (state %s%s); check the operator and its '
-                               'operand pods in the operator namespace%s'
-                               % (name, self.params['wait_timeout'], state or 'not set yet',
-                                  ', %s' % reason if reason else '',
-                                  ' %s' % (policy.get('status') or {}).get('namespace')
-                                  if (policy or {}).get('status', {}).get('namespace') else ''),
-                               self._partial(result, policy))
-            self.sleep(self.params['poll_interval'])
+            return None
+        return self.waiter.until(ready, self.params['wait_timeout'],
+                                 lambda: self._not_ready(name, result, last['policy']))
+
+    def _not_ready(self, name, result, policy):
+        reason = cp.not_ready_reason(policy)
+        namespace = ((policy or {}).get('status') or {}).get('namespace')
+        raise NotReady('ClusterPolicy %s is not ready after %ss (state %s%s); check the operator and its '
+                       'operand pods in the operator namespace%s'
+                       % (name, self.params['wait_timeout'], cp.policy_state(policy) or 'not set yet',
+                          ', %s' % reason if reason else '', ' %s' % namespace if namespace else ''),
+                       self._partial(result, policy))
 
     def _partial(self, result, policy):
         out = dict(result)
         out['state'] = cp.policy_state(policy)
-        out['api_requests'] = self.requests
+        out['api_requests'] = self.conn.requests
         return out
 
 
@@ -268,4 +264,4 @@ def run(conn, params, check_mode, sleep=time.sleep):
     return PolicyApply(conn, params, check_mode, sleep=sleep).run()
 
 
-__all__ = ['run', 'InputError', 'NotReady', 'PolicyApply']
+__all__ = ['run', 'info', 'list_policies', 'read_cluster_policy', 'InputError', 'NotReady', 'PolicyApply']

@@ -17,68 +17,37 @@ Lists are paginated (``limit``/``continue``) so a large cluster is read in pages
 not with the number of nodes. Responses are decoded as plain JSON (no client model objects), which
 is what the pure helpers in ``gpu_node`` take.
 
-The API object passed in is a ``kubernetes.client.CoreV1Api`` (or anything with the same
-``list_node`` / ``list_pod_for_all_namespaces`` signature); this file imports no client library.
+Requests go through the run's ``k8s.client.Connection`` (which counts them: ``api_requests``); its
+``core`` is a ``kubernetes.client.CoreV1Api`` or anything with the same ``list_node`` /
+``list_pod_for_all_namespaces`` signature. This file imports no client library.
 """
 
 from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
 
-import json
-
 from ansible_collections.gpuops.gpu.plugins.module_utils.gpu import node as gpu_node
+from ansible_collections.gpuops.gpu.plugins.module_utils.k8s.errors import ApiError, api_error_message
 
 PAGE_SIZE = 500
-
-
-class InventoryError(Exception):
-    """A list call failed; the message says which and why."""
-
-
-def api_error_message(exc):
-    """Short text for an API exception: ``<status> <reason>: <message from the body>``."""
-    status = getattr(exc, 'status', None)
-    if status is None:
-        return str(exc)
-    text = '%s %s' % (status, getattr(exc, 'reason', '') or '')
-    body = getattr(exc, 'body', None)
-    if body:
-        try:
-            message = json.loads(body).get('message')
-        except (TypeError, ValueError, AttributeError):
-            message = None
-        if message:
-            text += ': %s' % message
-    return text.strip()
-
-
-def _decode(response):
-    data = getattr(response, 'data', response)
-    if isinstance(data, bytes):
-        data = data.decode('utf-8')
-    if isinstance(data, str):
-        return json.loads(data)
-    if isinstance(data, dict):
-        return data
-    raise InventoryError('unexpected API response type: %s' % type(data).__name__)
+InventoryError = ApiError  # a list call failed; the message says which and why
 
 
 class Lister(object):
-    """Paginated LIST calls that count the requests they make."""
+    """Paginated LIST calls through the connection ``conn`` (which counts them)."""
 
-    def __init__(self, page_size=PAGE_SIZE):
+    def __init__(self, conn, page_size=PAGE_SIZE):
+        self.conn = conn
         self.page_size = page_size
-        self.requests = 0
 
-    def _call(self, method, what, kwargs):
+    def _call(self, method, kwargs):
         """One request; returns ``(data, None)`` or ``(None, exception)``."""
-        self.requests += 1
         try:
-            return _decode(method(_preload_content=False, **kwargs)), None
-        except InventoryError:
-            raise
+            data = self.conn.call(method, **kwargs)
         except Exception as exc:  # ApiException, urllib3 and socket errors alike
             return None, exc
+        if not isinstance(data, dict):
+            raise ApiError('unexpected API response type: %s' % type(data).__name__)
+        return data, None
 
     def list(self, method, what, **kwargs):
         """All items of a list call, following ``continue`` tokens.
@@ -92,13 +61,13 @@ class Lister(object):
             page = dict(kwargs, limit=self.page_size)
             if token:
                 page['_continue'] = token
-            data, exc = self._call(method, what, page)
+            data, exc = self._call(method, page)
             if exc is not None and token and getattr(exc, 'status', None) == 410:
-                data, exc = self._call(method, what, kwargs)
+                data, exc = self._call(method, kwargs)
                 items = []
                 token = None
             if exc is not None:
-                raise InventoryError('Could not list %s: %s' % (what, api_error_message(exc)))
+                raise ApiError('Could not list %s: %s' % (what, api_error_message(exc)))
             items.extend(data.get('items') or [])
             token = (data.get('metadata') or {}).get('continue')
             if not token:
@@ -127,11 +96,12 @@ def list_pods(core, lister, node_names):
     return lister.list(core.list_pod_for_all_namespaces, 'pods', field_selector=selector)
 
 
-def gather(core, label_selector=None, names=None, include_pods=True, only_gpu_nodes=True,
+def gather(conn, label_selector=None, names=None, include_pods=True, only_gpu_nodes=True,
            page_size=PAGE_SIZE):
     """Read the fleet and shape it: ``nodes``, ``summary``, ``not_found``, ``not_gpu``,
     ``api_requests``. Raises InventoryError when a list call fails."""
-    lister = Lister(page_size=page_size)
+    core = conn.core
+    lister = Lister(conn, page_size=page_size)
     nodes = list_nodes(core, lister, label_selector=label_selector, names=names)
     selected, not_found, not_gpu = gpu_node.select_nodes(nodes, names=names, only_gpu_nodes=only_gpu_nodes)
     pods = None
@@ -143,5 +113,21 @@ def gather(core, label_selector=None, names=None, include_pods=True, only_gpu_no
         'summary': gpu_node.fleet_summary(infos),
         'not_found': not_found,
         'not_gpu': not_gpu,
-        'api_requests': lister.requests,
+        'api_requests': conn.requests,
     }
+
+
+def run(conn, params, check_mode=False):
+    """``gpuops.gpu.gpu_nodes_info``: the gathered fleet (reads only, the same in check mode), with
+    warnings for names not found and nodes left out."""
+    result = gather(conn, label_selector=params['label_selector'], names=params['names'],
+                    include_pods=params['include_pods'], only_gpu_nodes=params['only_gpu_nodes'])
+    warnings = []
+    if result['not_found']:
+        warnings.append('No node named %s%s.' % (', '.join(result['not_found']), ' matches %s' % params['label_selector']
+                                                 if params['label_selector'] else ''))
+    if result['not_gpu']:
+        warnings.append('Left out, no NVIDIA GPUs: %s (set only_gpu_nodes=false to include them).'
+                        % ', '.join(result['not_gpu']))
+    result.update(changed=False, warnings=warnings)
+    return result

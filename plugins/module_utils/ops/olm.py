@@ -13,7 +13,10 @@ import copy
 import time
 
 from ansible_collections.gpuops.gpu.plugins.module_utils.plans import olm
-from ansible_collections.gpuops.gpu.plugins.module_utils.gpu.tolerations import suggest
+from ansible_collections.gpuops.gpu.plugins.module_utils.common.checks import suggest
+from ansible_collections.gpuops.gpu.plugins.module_utils.common.names import managed_by_labels
+from ansible_collections.gpuops.gpu.plugins.module_utils.k8s.errors import InputError, InstallFailed, status_of
+from ansible_collections.gpuops.gpu.plugins.module_utils.k8s.waiter import Waiter
 
 try:
     from kubernetes.client.rest import ApiException
@@ -23,19 +26,6 @@ except ImportError:  # pragma: no cover - AnsibleK8SModule reports missing kuber
 GROUP = 'operators.coreos.com'
 V1A1 = 'v1alpha1'
 PKG_GROUP, PKG_VERSION = 'packages.operators.coreos.com', 'v1'
-MANAGED_BY = {'app.kubernetes.io/managed-by': 'gpuops.gpu'}
-
-
-class InputError(Exception):
-    """Bad input or a cluster that cannot take the install: nothing was written."""
-
-
-class InstallFailed(Exception):
-    """The install started but did not finish; ``result`` says how far it got."""
-
-    def __init__(self, msg, result):
-        Exception.__init__(self, msg)
-        self.result = result
 
 
 class OlmInstall(object):
@@ -45,43 +35,35 @@ class OlmInstall(object):
         self.conn = conn
         self.params = params
         self.check_mode = check_mode
-        self.sleep = sleep
+        self.waiter = Waiter(params['poll_interval'], sleep=sleep, clock=clock)
         self.clock = clock
         self.ns = params['namespace']
         self.sub_name = params.get('subscription_name') or params['package']
         self.actions = []
         self.warnings = []
         self.created = []       # (kind, name) written by this run, for a rollback
-        self.requests = 0
         self.before = {}
         self.after = {}
 
     # --- small API helpers ----------------------------------------------------------------
 
     def _get(self, version, plural, name, namespace=None, group=GROUP):
-        self.requests += 1
-        try:
-            if namespace:
-                return self.conn.custom.get_namespaced_custom_object(group, version, namespace, plural, name)
-            return self.conn.custom.get_cluster_custom_object(group, version, plural, name)
-        except ApiException as exc:
-            if exc.status == 404:
-                return None
-            raise
+        custom = self.conn.custom
+        if namespace:
+            return self.conn.call_or_none(custom.get_namespaced_custom_object, group, version, namespace, plural, name)
+        return self.conn.call_or_none(custom.get_cluster_custom_object, group, version, plural, name)
 
     def _list(self, version, plural, namespace, group=GROUP, label_selector=None):
-        self.requests += 1
         kwargs = {'label_selector': label_selector} if label_selector else {}
-        return self.conn.custom.list_namespaced_custom_object(group, version, namespace, plural,
-                                                              **kwargs).get('items') or []
+        return self.conn.call(self.conn.custom.list_namespaced_custom_object, group, version, namespace, plural,
+                              **kwargs).get('items') or []
 
     def _create(self, version, plural, body, namespace):
-        self.requests += 1
-        return self.conn.custom.create_namespaced_custom_object(GROUP, version, namespace, plural, body)
+        return self.conn.call(self.conn.custom.create_namespaced_custom_object, GROUP, version, namespace, plural, body)
 
     def _patch(self, version, plural, name, body, namespace):
-        self.requests += 1
-        return self.conn.custom.patch_namespaced_custom_object(GROUP, version, namespace, plural, name, body)
+        return self.conn.call(self.conn.custom.patch_namespaced_custom_object, GROUP, version, namespace, plural, name,
+                              body)
 
     # --- preflight (reads only) -------------------------------------------------------------
 
@@ -90,7 +72,7 @@ class OlmInstall(object):
         errors = olm.input_errors(self.params)
         if errors:
             raise InputError('nothing was changed; fix these first: ' + ' | '.join(errors))
-        self.namespace = self._read_namespace()
+        self.namespace = self.conn.call_or_none(self.conn.core.read_namespace, self.ns)
         if self.namespace is None and not self.params['create_namespace']:
             raise InputError("namespace %s does not exist and create_namespace is false; nothing was changed"
                              % self.ns)
@@ -106,35 +88,29 @@ class OlmInstall(object):
         self.subscription = next((s for s in subs if s['metadata']['name'] == self.sub_name), None)
         self._check_operator_group()
 
-    def _read_namespace(self):
-        self.requests += 1
-        try:
-            return self.conn.core.read_namespace(self.ns).to_dict()
-        except ApiException as exc:
-            if exc.status == 404:
-                return None
-            raise
-
     def _wait_catalog(self):
+        """The CatalogSource once READY (checked once in check mode); InputError when it is missing
+        or not READY at catalog_timeout."""
         name, ns = self.params['source'], self.params['source_namespace']
-        deadline = self.clock() + (0 if self.check_mode else self.params['catalog_timeout'])
-        while True:
-            catalog = self._get(V1A1, 'catalogsources', name, ns)
+        last = {}
+
+        def ready():
+            catalog = last['catalog'] = self._get(V1A1, 'catalogsources', name, ns)
             if catalog is None:
                 others = sorted(c['metadata']['name'] for c in self._list(V1A1, 'catalogsources', ns))
                 raise InputError('CatalogSource %s not found in namespace %s (there: %s); check source and '
                                  'source_namespace, or create the CatalogSource first (air-gapped clusters: the '
                                  'mirrored one); nothing was changed'
                                  % (name, ns, ', '.join(others) or 'none'))
-            if olm.catalog_ready(catalog):
-                return catalog
-            if self.clock() >= deadline:
-                raise InputError('CatalogSource %s/%s is not READY (connectionState.lastObservedState: %s) after '
-                                 '%ss; OLM cannot resolve packages from it. Check its catalog pod and image '
-                                 '(pull secret, mirror); nothing was changed'
-                                 % (ns, name, olm.catalog_state(catalog) or 'none yet',
-                                    self.params['catalog_timeout']))
-            self.sleep(self.params['poll_interval'])
+            return catalog if olm.catalog_ready(catalog) else None
+
+        def not_ready():
+            raise InputError('CatalogSource %s/%s is not READY (connectionState.lastObservedState: %s) after '
+                             '%ss; OLM cannot resolve packages from it. Check its catalog pod and image '
+                             '(pull secret, mirror); nothing was changed'
+                             % (ns, name, olm.catalog_state(last['catalog']) or 'none yet',
+                                self.params['catalog_timeout']))
+        return self.waiter.until(ready, 0 if self.check_mode else self.params['catalog_timeout'], not_ready)
 
     def _check_package(self):
         """(PackageManifest API served, channel, channel dict) - the package checked when possible."""
@@ -143,9 +119,9 @@ class OlmInstall(object):
             manifests = self._list(PKG_VERSION, 'packagemanifests', ns, group=PKG_GROUP,
                                    label_selector='catalog=%s' % source)
         except ApiException as exc:
-            if exc.status not in (403, 404):
+            if status_of(exc) not in (403, 404):
                 raise
-            who = ' to this user' if exc.status == 403 else ''
+            who = ' to this user' if status_of(exc) == 403 else ''
             channel = self.params.get('channel') or '(default)'
             self.warnings.append('the PackageManifest API (packages.operators.coreos.com) is not served%s, so '
                                  'package %s and channel %s are checked by OLM after the Subscription is '
@@ -188,9 +164,8 @@ class OlmInstall(object):
             self.after['namespace'] = {'name': self.ns, 'labels': labels}
             self.actions.append('create Namespace %s' % self.ns)
             if not self.check_mode:
-                self.requests += 1
-                self.conn.core.create_namespace({'apiVersion': 'v1', 'kind': 'Namespace',
-                                                 'metadata': {'name': self.ns, 'labels': labels}})
+                self.conn.call(self.conn.core.create_namespace, {'apiVersion': 'v1', 'kind': 'Namespace',
+                                                                 'metadata': {'name': self.ns, 'labels': labels}})
                 self.created.append(('Namespace', self.ns))
             return
         have = (self.namespace.get('metadata') or {}).get('labels') or {}
@@ -200,13 +175,12 @@ class OlmInstall(object):
             self.after['namespace'] = {'name': self.ns, 'labels': patch}
             self.actions.append('label Namespace %s %s' % (self.ns, ', '.join('%s=%s' % kv for kv in sorted(patch.items()))))
             if not self.check_mode:
-                self.requests += 1
-                self.conn.core.patch_namespace(self.ns, {'metadata': {'labels': patch}})
+                self.conn.call(self.conn.core.patch_namespace, self.ns, {'metadata': {'labels': patch}})
 
     def ensure_operator_group(self):
         if self.group is None:
             body = olm.desired_operator_group(self.og_name, self.ns, self.targets)
-            body['metadata']['labels'] = dict(MANAGED_BY)
+            body['metadata']['labels'] = managed_by_labels()
             self.before['operator_group'] = None
             self.after['operator_group'] = {'name': self.og_name, 'spec': body['spec']}
             mode = olm.install_mode(self.targets, self.ns)
@@ -229,7 +203,7 @@ class OlmInstall(object):
         desired = olm.desired_subscription_spec(self.params)
         if self.subscription is None:
             body = {'apiVersion': 'operators.coreos.com/v1alpha1', 'kind': 'Subscription',
-                    'metadata': {'name': self.sub_name, 'namespace': self.ns, 'labels': dict(MANAGED_BY)},
+                    'metadata': {'name': self.sub_name, 'namespace': self.ns, 'labels': managed_by_labels()},
                     'spec': desired}
             self.before['subscription'] = None
             self.after['subscription'] = {'name': self.sub_name, 'spec': desired}
@@ -254,18 +228,18 @@ class OlmInstall(object):
     def rollback(self):
         """Delete what this run created (newest first) after OLM refused the Subscription."""
         undone = []
+        delete = self.conn.custom.delete_namespaced_custom_object
         for kind, name in reversed(self.created):
-            self.requests += 1
             try:
                 if kind == 'Namespace':
-                    self.conn.core.delete_namespace(name)
+                    self.conn.call(self.conn.core.delete_namespace, name)
                 elif kind == 'OperatorGroup':
-                    self.conn.custom.delete_namespaced_custom_object(GROUP, 'v1', self.ns, 'operatorgroups', name)
+                    self.conn.call(delete, GROUP, 'v1', self.ns, 'operatorgroups', name)
                 else:
-                    self.conn.custom.delete_namespaced_custom_object(GROUP, V1A1, self.ns, 'subscriptions', name)
+                    self.conn.call(delete, GROUP, V1A1, self.ns, 'subscriptions', name)
                 undone.append('%s %s' % (kind, name))
             except ApiException as exc:
-                if exc.status != 404:
+                if status_of(exc) != 404:
                     self.warnings.append('could not remove %s %s again: %s' % (kind, name, exc.reason))
         self.created = []
         return undone
@@ -274,47 +248,52 @@ class OlmInstall(object):
 
     def wait_installed(self):
         """Approve the pinned plan(s), wait for the CSV. Returns (subscription, csv, plans)."""
-        deadline = self.clock() + self.params['wait_timeout']
-        approved = set()
-        csv = None
-        plans = []
-        sub = self.subscription
-        while True:
-            sub = self._get(V1A1, 'subscriptions', self.sub_name, self.ns) or sub
-            failure = olm.resolution_error(sub) or olm.install_plan_failed(sub)
-            if failure:
-                raise self._failed('OLM could not install package %s: %s' % (self.params['package'], failure),
-                                   sub, plans, csv, rollback=bool(olm.resolution_error(sub)))
-            plans = olm.subscription_plans(self._list(V1A1, 'installplans', self.ns), sub)
-            pinned = olm.pinned_csv(self.params, sub)
-            if self.params['approval'] == 'Manual':
-                approve, self.held = olm.plans_to_approve(plans, pinned)
-                for plan in approve:
-                    if plan['name'] in approved:
-                        continue
-                    approved.add(plan['name'])
-                    self.actions.append('approve InstallPlan %s (%s)' % (plan['name'], ', '.join(plan['csvs'])))
-                    other = [c for c in plan['csvs'] if c != pinned]
-                    if other:
-                        self.warnings.append('InstallPlan %s also installs %s' % (plan['name'], ', '.join(other)))
-                    self._patch(V1A1, 'installplans', plan['name'], {'spec': {'approved': True}}, self.ns)
-            else:
-                self.held = []
-            status = sub.get('status') or {}
-            installed = status.get('installedCSV')
-            csv = self._get(V1A1, 'clusterserviceversions', installed, self.ns) if installed else None
-            outcome = olm.csv_outcome(csv) if csv is not None else 'waiting'
-            if outcome == 'failed':
-                phase, reason, message = olm.csv_phase(csv)
-                raise self._failed('CSV %s is %s (%s): %s' % (installed, phase, reason, message), sub, plans, csv)
-            if outcome == 'succeeded' and self._done(sub, pinned, plans, approved):
-                self.approved = sorted(approved)
-                return sub, csv, plans
-            if self.clock() >= deadline:
-                raise self._failed('timed out after %ss waiting for the CSV of package %s to be Succeeded: %s'
-                                   % (self.params['wait_timeout'], self.params['package'],
-                                      olm.describe_wait(sub, plans, csv)), sub, plans, csv)
-            self.sleep(self.params['poll_interval'])
+        seen = {'sub': self.subscription, 'csv': None, 'plans': [], 'approved': set()}
+
+        def timed_out():
+            raise self._failed('timed out after %ss waiting for the CSV of package %s to be Succeeded: %s'
+                               % (self.params['wait_timeout'], self.params['package'],
+                                  olm.describe_wait(seen['sub'], seen['plans'], seen['csv'])),
+                               seen['sub'], seen['plans'], seen['csv'])
+        return self.waiter.until(lambda: self._install_step(seen), self.params['wait_timeout'], timed_out)
+
+    def _install_step(self, seen):
+        """One poll of wait_installed: (sub, csv, plans) once installed, else None; InstallFailed
+        when OLM or the CSV failed."""
+        sub = seen['sub'] = self._get(V1A1, 'subscriptions', self.sub_name, self.ns) or seen['sub']
+        failure = olm.resolution_error(sub) or olm.install_plan_failed(sub)
+        if failure:
+            raise self._failed('OLM could not install package %s: %s' % (self.params['package'], failure),
+                               sub, seen['plans'], seen['csv'], rollback=bool(olm.resolution_error(sub)))
+        plans = seen['plans'] = olm.subscription_plans(self._list(V1A1, 'installplans', self.ns), sub)
+        pinned = olm.pinned_csv(self.params, sub)
+        self._approve(plans, pinned, seen['approved'])
+        installed = (sub.get('status') or {}).get('installedCSV')
+        csv = seen['csv'] = self._get(V1A1, 'clusterserviceversions', installed, self.ns) if installed else None
+        outcome = olm.csv_outcome(csv) if csv is not None else 'waiting'
+        if outcome == 'failed':
+            phase, reason, message = olm.csv_phase(csv)
+            raise self._failed('CSV %s is %s (%s): %s' % (installed, phase, reason, message), sub, plans, csv)
+        if outcome == 'succeeded' and self._done(sub, pinned, plans, seen['approved']):
+            self.approved = sorted(seen['approved'])
+            return sub, csv, plans
+        return None
+
+    def _approve(self, plans, pinned, approved):
+        """Approve (once each) the InstallPlans that install the pinned CSV (Manual approval)."""
+        self.held = []
+        if self.params['approval'] != 'Manual':
+            return
+        approve, self.held = olm.plans_to_approve(plans, pinned)
+        for plan in approve:
+            if plan['name'] in approved:
+                continue
+            approved.add(plan['name'])
+            self.actions.append('approve InstallPlan %s (%s)' % (plan['name'], ', '.join(plan['csvs'])))
+            other = [c for c in plan['csvs'] if c != pinned]
+            if other:
+                self.warnings.append('InstallPlan %s also installs %s' % (plan['name'], ', '.join(other)))
+            self._patch(V1A1, 'installplans', plan['name'], {'spec': {'approved': True}}, self.ns)
 
     def _done(self, sub, pinned, plans, approved):
         status = sub.get('status') or {}
@@ -347,25 +326,18 @@ class OlmInstall(object):
     # --- result ----------------------------------------------------------------------------
 
     def _result(self, sub, csv, plans):
-        status = (sub or {}).get('status') or {}
+        installed = ((sub or {}).get('status') or {}).get('installedCSV')
         result = {
-            'changed': bool(self.actions),
-            'actions': list(self.actions),
-            'namespace': self.ns,
-            'package': self.params['package'],
-            'subscription': self.sub_name,
+            'changed': bool(self.actions), 'actions': list(self.actions), 'namespace': self.ns,
+            'package': self.params['package'], 'subscription': self.sub_name,
             'operator_group': getattr(self, 'og_name', None),
             'channel': (sub or {}).get('spec', {}).get('channel') or getattr(self, 'channel', None),
-            'csv': status.get('installedCSV'),
-            'csv_phase': olm.csv_phase(csv)[0] if csv is not None else None,
+            'csv': installed, 'csv_phase': olm.csv_phase(csv)[0] if csv is not None else None,
             'version': ((csv or {}).get('spec') or {}).get('version'),
-            'install_plan': olm.plan_for_csv(plans, status.get('installedCSV')) if status.get('installedCSV') else None,
+            'install_plan': olm.plan_for_csv(plans, installed) if installed else None,
             'approved_install_plans': list(getattr(self, 'approved', [])),
             'held_install_plans': list(getattr(self, 'held', [])),
-            'alm_examples': [],
-            'related_images': [],
-            'api_requests': self.requests,
-            'warnings': self.warnings,
+            'alm_examples': [], 'related_images': [], 'api_requests': self.conn.requests, 'warnings': self.warnings,
             'diff': {'before': copy.deepcopy(self.before), 'after': copy.deepcopy(self.after)},
         }
         if csv is not None:

@@ -6,18 +6,20 @@
 delete everything it created (also when it fails half-way).
 
 Waiting costs two list calls per poll (the Jobs and the pods of this run, by label), whatever the
-number of cases. The API objects are a ``kubernetes.client.CoreV1Api`` and ``BatchV1Api`` (or anything
-with the same methods); this file imports no client library.
+number of cases. Requests go through the run's ``k8s.client.Connection``: its ``core`` and ``batch``
+are a ``kubernetes.client.CoreV1Api`` and ``BatchV1Api`` (or anything with the same methods); this
+file imports no client library.
 """
 
 from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
 
-import json
+import os
 import time
 
 from ansible_collections.gpuops.gpu.plugins.module_utils.plans import smoke as S
-from ansible_collections.gpuops.gpu.plugins.module_utils.ops.inventory import api_error_message
+from ansible_collections.gpuops.gpu.plugins.module_utils.k8s.errors import CheckFailed, InputError, api_error_message
+from ansible_collections.gpuops.gpu.plugins.module_utils.k8s.waiter import Waiter
 
 JOB_NAME_LABELS = ('batch.kubernetes.io/job-name', 'job-name')
 
@@ -25,33 +27,26 @@ JOB_NAME_LABELS = ('batch.kubernetes.io/job-name', 'job-name')
 class SmokeRunner(object):
     """Runs the planned cases of one smoke test run (``run_id``) in ``namespace``."""
 
-    def __init__(self, core, batch, namespace, run_id, timeout=300, stuck_timeout=60, poll_interval=2.0,
+    def __init__(self, conn, namespace, run_id, timeout=300, stuck_timeout=60, poll_interval=2.0,
                  wait_for='completion', expect_output='', log_lines=20, cleanup=True, cleanup_timeout=60,
                  clock=time.monotonic, sleep=time.sleep):
-        self.core = core
-        self.batch = batch
+        self.conn = conn
         self.namespace = namespace
         self.run_id = run_id
         self.timeout = timeout
         self.stuck_timeout = stuck_timeout
-        self.poll_interval = poll_interval
         self.wait_for = wait_for
         self.expect_output = expect_output
         self.log_lines = log_lines
         self.cleanup_enabled = cleanup
         self.cleanup_timeout = cleanup_timeout
         self.clock = clock
-        self.sleep = sleep
+        self.waiter = Waiter(poll_interval, sleep=sleep, clock=clock)
         self.warnings = []
-        self.requests = 0
 
     @property
     def selector(self):
         return '%s=%s' % (S.RUN_LABEL, self.run_id)
-
-    def _call(self, fn, *args, **kwargs):
-        self.requests += 1
-        return fn(*args, **kwargs)
 
     def run(self, cases, manifests):
         """Run ``cases`` (status planned) with their Job ``manifests`` (same order); returns the cases."""
@@ -59,8 +54,7 @@ class SmokeRunner(object):
         try:
             for case, manifest in zip(cases, manifests):
                 try:
-                    self._call(self.batch.create_namespaced_job, self.namespace, manifest,
-                               _preload_content=False)
+                    self.conn.request(self.conn.batch.create_namespaced_job, self.namespace, manifest)
                 except Exception as exc:  # ApiException, urllib3 errors alike
                     case.update(status=S.ERROR, detail='could not create Job %s: %s'
                                 % (manifest['metadata']['name'], api_error_message(exc)))
@@ -75,62 +69,62 @@ class SmokeRunner(object):
         return cases
 
     def _lists(self):
-        jobs = self._call(self.batch.list_namespaced_job, self.namespace, label_selector=self.selector,
-                          _preload_content=False)
-        pods = self._call(self.core.list_namespaced_pod, self.namespace, label_selector=self.selector,
-                          _preload_content=False)
-        return _items(jobs), _items(pods)
+        jobs = self.conn.call(self.conn.batch.list_namespaced_job, self.namespace, label_selector=self.selector)
+        pods = self.conn.call(self.conn.core.list_namespaced_pod, self.namespace, label_selector=self.selector)
+        return jobs.get('items') or [], pods.get('items') or []
 
     def _wait(self, started):
+        """Poll until every started case has an outcome or ``timeout``; the rest time out."""
         pending = dict(started)
-        deadline = self.clock() + self.timeout
         last = {}
-        while pending:
-            try:
-                jobs, pods = self._lists()
-            except Exception as exc:  # a failed poll is retried until the deadline
-                self.warnings.append('could not read the smoke test Jobs: %s' % api_error_message(exc))
-                jobs, pods = None, None
-            if jobs is not None:
-                jobs_by_name = dict(((j.get('metadata') or {}).get('name'), j) for j in jobs)
-                pods_by_job = {}
-                for pod in pods:
-                    labels = (pod.get('metadata') or {}).get('labels') or {}
-                    name = next((labels[k] for k in JOB_NAME_LABELS if labels.get(k)), None)
-                    pods_by_job.setdefault(name, []).append(pod)
-                now = self.clock()
-                for name in list(pending):
-                    case, t0 = pending[name]
-                    stuck = now - t0 >= self.stuck_timeout
-                    status, detail, node = S.classify(jobs_by_name.get(name), pods_by_job.get(name),
-                                                      wait_for=self.wait_for, stuck=stuck)
-                    if status is None and stuck and not pods_by_job.get(name):
-                        # the Job controller could not create the pod (admission, quota, SCC): say why
-                        warning = self._job_warning(name)
-                        if warning:
-                            status, detail = S.ERROR, warning
-                    case['pod'] = _newest_pod_name(pods_by_job.get(name))
-                    case['ran_on'] = node
-                    last[name] = detail
-                    if status is not None:
-                        case.update(status=status, detail=detail, seconds=round(now - t0, 1))
-                        del pending[name]
-            if not pending:
-                break
-            if self.clock() >= deadline:
-                break
-            self.sleep(self.poll_interval)
+
+        def finished():
+            self._poll(pending, last)
+            return True if not pending else None
+        if pending:
+            self.waiter.until(finished, self.timeout)
         now = self.clock()
         for name, (case, t0) in pending.items():
             case.update(status=S.TIMEOUT, seconds=round(now - t0, 1),
                         detail='not finished after %ss (%s)' % (self.timeout, last.get(name) or 'no pod'))
 
+    def _poll(self, pending, last):
+        """One read of the Jobs and pods; settles (removes from ``pending``) the cases that ended."""
+        try:
+            jobs, pods = self._lists()
+        except Exception as exc:  # a failed poll is retried until the deadline
+            self.warnings.append('could not read the smoke test Jobs: %s' % api_error_message(exc))
+            return
+        jobs_by_name = dict(((j.get('metadata') or {}).get('name'), j) for j in jobs)
+        pods_by_job = {}
+        for pod in pods:
+            labels = (pod.get('metadata') or {}).get('labels') or {}
+            name = next((labels[k] for k in JOB_NAME_LABELS if labels.get(k)), None)
+            pods_by_job.setdefault(name, []).append(pod)
+        now = self.clock()
+        for name in list(pending):
+            case, t0 = pending[name]
+            stuck = now - t0 >= self.stuck_timeout
+            status, detail, node = S.classify(jobs_by_name.get(name), pods_by_job.get(name),
+                                              wait_for=self.wait_for, stuck=stuck)
+            if status is None and stuck and not pods_by_job.get(name):
+                # the Job controller could not create the pod (admission, quota, SCC): say why
+                warning = self._job_warning(name)
+                if warning:
+                    status, detail = S.ERROR, warning
+            case['pod'] = _newest_pod_name(pods_by_job.get(name))
+            case['ran_on'] = node
+            last[name] = detail
+            if status is not None:
+                case.update(status=status, detail=detail, seconds=round(now - t0, 1))
+                del pending[name]
+
     def _job_warning(self, name):
         """The newest Warning event of a Job (for example FailedCreate: pods forbidden), or None."""
         try:
-            events = _items(self._call(self.core.list_namespaced_event, self.namespace,
-                                       field_selector='involvedObject.kind=Job,involvedObject.name=%s' % name,
-                                       _preload_content=False))
+            events = self.conn.call(self.conn.core.list_namespaced_event, self.namespace,
+                                    field_selector='involvedObject.kind=Job,involvedObject.name=%s' % name
+                                    ).get('items') or []
         except Exception:  # events are a best-effort explanation
             return None
         warnings = [e for e in events if e.get('type') == 'Warning']
@@ -144,9 +138,8 @@ class SmokeRunner(object):
             if not case.get('pod') or case.get('status') not in (S.PASSED, S.FAILED):
                 continue
             try:
-                log = self._call(self.core.read_namespaced_pod_log, case['pod'], self.namespace,
-                                 tail_lines=self.log_lines, _preload_content=False)
-                log = _text(log)
+                log = _text(self.conn.request(self.conn.core.read_namespaced_pod_log, case['pod'], self.namespace,
+                                              tail_lines=self.log_lines))
             except Exception:  # no kubelet log endpoint (virtual nodes), pod gone, RBAC
                 log = None
             case['log'] = log
@@ -163,36 +156,24 @@ class SmokeRunner(object):
             jobs, _pods = self._lists()
             for job in jobs:
                 try:
-                    self._call(self.batch.delete_namespaced_job, job['metadata']['name'], self.namespace,
-                               propagation_policy='Background', grace_period_seconds=0,
-                               _preload_content=False)
+                    self.conn.request(self.conn.batch.delete_namespaced_job, job['metadata']['name'], self.namespace,
+                                      propagation_policy='Background', grace_period_seconds=0)
                 except Exception as exc:
                     if getattr(exc, 'status', None) != 404:
                         self.warnings.append('could not delete Job %s: %s'
                                              % (job['metadata']['name'], api_error_message(exc)))
-            deadline = self.clock() + self.cleanup_timeout
-            while True:
-                left_jobs, pods = self._lists()
-                if not pods and not left_jobs:
-                    return
-                if self.clock() >= deadline:
-                    self.warnings.append('smoke test pods still present after %ss: %s'
-                                         % (self.cleanup_timeout,
-                                            ', '.join(p['metadata']['name'] for p in pods) or 'none'))
-                    return
-                self.sleep(self.poll_interval)
+            left = {}
+
+            def gone():
+                left['jobs'], left['pods'] = self._lists()
+                return True if not left['jobs'] and not left['pods'] else None
+            if self.waiter.until(gone, self.cleanup_timeout) is None:
+                self.warnings.append('smoke test pods still present after %ss: %s'
+                                     % (self.cleanup_timeout,
+                                        ', '.join(p['metadata']['name'] for p in left['pods']) or 'none'))
         except Exception as exc:
             self.warnings.append('clean-up of the smoke test Jobs failed: %s (delete the Jobs labelled %s in %s)'
                                  % (api_error_message(exc), self.selector, self.namespace))
-
-
-def _items(response):
-    data = getattr(response, 'data', response)
-    if isinstance(data, bytes):
-        data = data.decode('utf-8')
-    if isinstance(data, str):
-        data = json.loads(data)
-    return (data or {}).get('items') or []
 
 
 def _text(response):
@@ -207,3 +188,66 @@ def _newest_pod_name(pods):
         return None
     pod = sorted(pods, key=lambda p: ((p.get('metadata') or {}).get('creationTimestamp') or ''))[-1]
     return pod['metadata']['name']
+
+
+def _check_numbers(params):
+    for key in ('timeout', 'stuck_timeout', 'log_lines'):
+        if params[key] < 1:
+            raise InputError('%s must be at least 1, got %d' % (key, params[key]))
+    if params['poll_interval'] <= 0:
+        raise InputError('poll_interval must be greater than 0')
+
+
+def _manifests(cases, params, run_id):
+    return [S.job_manifest(c, params['namespace'], params['image'], run_id, command=params['command'],
+                           args=params['args'], tolerations=params['tolerations'],
+                           image_pull_secrets=params['image_pull_secrets'],
+                           image_pull_policy=params['image_pull_policy'],
+                           security_context=params['security_context'], node_selector=params['node_selector'],
+                           active_deadline_seconds=params['timeout'] + 60)
+            for c in cases]
+
+
+def _verdict(cases, params, result):
+    """CheckFailed (with the result) when the run must fail the module."""
+    problems = [c for c in cases if c['status'] in S.PROBLEMS]
+    no_capacity = [c for c in cases if c['status'] in S.NOT_RUN]
+    if not cases:
+        raise CheckFailed('no GPU resource to test: the nodes advertise none (is the device plugin running?)',
+                          result)
+    if params['fail_on_error'] and problems:
+        details = '; '.join('%s %s: %s %s' % (c['resource'], c.get('product') or '', c['status'], c.get('detail') or '')
+                            for c in problems)
+        raise CheckFailed('GPU smoke test: %d of %d cases did not pass: %s' % (len(problems), len(cases), details),
+                          result)
+    if params['fail_on_no_capacity'] and no_capacity:
+        raise CheckFailed('GPU smoke test: no schedulable capacity for %s' % '; '.join(
+            '%s %s (%s)' % (c['resource'], c.get('product') or '', c.get('reason')) for c in no_capacity), result)
+
+
+def run(conn, params, check_mode):
+    """``gpuops.gpu.gpu_smoke_test``: plan the cases, run them (not in check mode: there only the Job
+    names are filled in, and the cluster is not contacted), and judge. Raises InputError for bad
+    numbers, CheckFailed (with the result) for a run that must fail."""
+    _check_numbers(params)
+    cases = S.plan_cases(params['nodes'], resources=params['resources'], exclude_resources=params['exclude_resources'],
+                         group_by=params['group_by'])
+    run_id = '%s-%s' % (time.strftime('%Y%m%d-%H%M%S', time.gmtime()), os.urandom(2).hex())
+    planned = [c for c in cases if c['status'] == S.PLANNED]
+    manifests = _manifests(planned, params, run_id)
+    warnings = []
+    if not check_mode and planned:
+        conn.open()  # a cluster that cannot be reached fails the module here, before any case
+        runner = SmokeRunner(conn, params['namespace'], run_id, timeout=params['timeout'],
+                             stuck_timeout=params['stuck_timeout'], poll_interval=params['poll_interval'],
+                             wait_for=params['wait_for'], expect_output=params['expect_output'],
+                             log_lines=params['log_lines'], cleanup=params['cleanup'])
+        runner.run(planned, manifests)
+        warnings = runner.warnings
+    elif check_mode:
+        for case, manifest in zip(planned, manifests):
+            case['job'] = manifest['metadata']['name']
+    result = dict(changed=bool(planned) and not params['cleanup'] and not check_mode, cases=cases,
+                  summary=S.summarise(cases), table=S.table(cases), run_id=run_id, warnings=warnings)
+    _verdict(cases, params, result)
+    return result

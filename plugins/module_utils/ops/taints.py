@@ -10,6 +10,7 @@ __metaclass__ = type
 
 from ansible_collections.gpuops.gpu.plugins.module_utils.plans import placement
 from ansible_collections.gpuops.gpu.plugins.module_utils.gpu.tolerations import taint_errors
+from ansible_collections.gpuops.gpu.plugins.module_utils.k8s.errors import InputError
 
 try:
     from kubernetes.dynamic.exceptions import ConflictError, NotFoundError
@@ -21,10 +22,6 @@ KINDS = {
     'Node': ('v1', ('spec', 'taints')),
     'MachineSet': ('machine.openshift.io/v1beta1', ('spec', 'template', 'spec', 'taints')),
 }
-
-
-class InputError(Exception):
-    pass
 
 
 def _dict(obj):

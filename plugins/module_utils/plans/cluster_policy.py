@@ -23,14 +23,17 @@ __metaclass__ = type
 
 import copy
 
+from ansible_collections.gpuops.gpu.plugins.module_utils.common.merge import deep_merge, get_path, merge_patch, set_path
+from ansible_collections.gpuops.gpu.plugins.module_utils.common.checks import suggest, type_name
+from ansible_collections.gpuops.gpu.plugins.module_utils.common.names import (
+    CLUSTER_POLICY_API_VERSION, CLUSTER_POLICY_KIND, MIG_STRATEGIES)
 from ansible_collections.gpuops.gpu.plugins.module_utils.gpu.tolerations import (
-    GPU_TOLERATION, merge_tolerations, suggest, toleration_errors, toleration_identity, type_name)
+    GPU_TOLERATION, merge_tolerations, toleration_errors, toleration_identity)
 
-KIND = 'ClusterPolicy'
-API_VERSION = 'nvidia.com/v1'
+KIND = CLUSTER_POLICY_KIND
+API_VERSION = CLUSTER_POLICY_API_VERSION
 DEFAULT_NAME = 'gpu-cluster-policy'
 TOLERATIONS_PATH = ('daemonsets', 'tolerations')
-MIG_STRATEGIES = ('none', 'single', 'mixed')
 
 # Built-in base for installs that do not come with a ClusterPolicy example. Written from the
 # ClusterPolicy field reference (api/nvidia/v1/clusterpolicy_types.go, the fields the CRD marks
@@ -92,41 +95,7 @@ def base_policy(alm_examples=None, base=None):
     return None, copy.deepcopy(DEFAULT_SPEC)
 
 
-# --- merge ----------------------------------------------------------------------------------
-
-def deep_merge(base, overrides):
-    """``base`` updated recursively with ``overrides`` (new dicts; inputs untouched).
-
-    Mappings merge key by key; lists and scalars replace; ``None`` removes the key.
-    """
-    out = copy.deepcopy(base) if isinstance(base, dict) else {}
-    for key, value in (overrides or {}).items():
-        if value is None:
-            out.pop(key, None)
-        elif isinstance(value, dict) and isinstance(out.get(key), dict):
-            out[key] = deep_merge(out[key], value)
-        elif isinstance(value, dict):
-            out[key] = deep_merge({}, value)
-        else:
-            out[key] = copy.deepcopy(value)
-    return out
-
-
-def get_path(spec, path):
-    value = spec
-    for key in path:
-        if not isinstance(value, dict):
-            return None
-        value = value.get(key)
-    return value
-
-
-def _set_path(spec, path, value):
-    node = spec
-    for key in path[:-1]:
-        node = node.setdefault(key, {})
-    node[path[-1]] = value
-
+# --- overrides and tolerations --------------------------------------------------------------
 
 def user_tolerations(overrides, tolerations):
     """The tolerations the user asks for: O(tolerations) plus overrides.daemonsets.tolerations."""
@@ -160,52 +129,8 @@ def desired_spec(base_spec, overrides=None, tolerations=None):
     spec = deep_merge(base_spec, _without_tolerations(overrides))
     merged = merged_tolerations(get_path(base_spec, TOLERATIONS_PATH), user_tolerations(overrides, tolerations))
     if merged is not None:
-        _set_path(spec, TOLERATIONS_PATH, merged)
+        set_path(spec, TOLERATIONS_PATH, merged)
     return spec
-
-
-def merge_patch(current, wanted):
-    """JSON merge patch taking ``current`` to include ``wanted`` (only differing keys; ``None`` in
-    ``wanted`` deletes a key that exists). {} when nothing differs."""
-    patch = {}
-    for key, value in (wanted or {}).items():
-        have = (current or {}).get(key) if isinstance(current, dict) else None
-        if value is None:
-            if isinstance(current, dict) and key in current:
-                patch[key] = None
-        elif isinstance(value, dict) and isinstance(have, dict):
-            sub = merge_patch(have, value)
-            if sub:
-                patch[key] = sub
-        elif isinstance(value, dict):
-            if deep_merge({}, value) or have is not None:
-                patch[key] = deep_merge({}, value)
-        elif have != value:
-            patch[key] = copy.deepcopy(value)
-    return patch
-
-
-def replace_patch(current, wanted):
-    """Merge patch making ``current`` exactly ``wanted`` (keys not in ``wanted`` removed)."""
-    current = current or {}
-    patch = {}
-    for key in sorted(set(current) | set(wanted)):
-        if key not in wanted:
-            patch[key] = None
-        elif key not in current:
-            patch[key] = copy.deepcopy(wanted[key])
-        elif isinstance(current[key], dict) and isinstance(wanted[key], dict):
-            sub = replace_patch(current[key], wanted[key])
-            if sub:
-                patch[key] = sub
-        elif current[key] != wanted[key]:
-            patch[key] = copy.deepcopy(wanted[key])
-    return patch
-
-
-def apply_patch(current, patch):
-    """``current`` with a merge patch applied (what the apiserver will store)."""
-    return deep_merge(current, patch)
 
 
 def patch_for_existing(current_spec, overrides=None, tolerations=None):
@@ -213,7 +138,7 @@ def patch_for_existing(current_spec, overrides=None, tolerations=None):
     patch = merge_patch(current_spec, _without_tolerations(overrides))
     merged = merged_tolerations(get_path(current_spec, TOLERATIONS_PATH), user_tolerations(overrides, tolerations))
     if merged is not None and merged != (get_path(current_spec, TOLERATIONS_PATH) or []):
-        _set_path(patch, TOLERATIONS_PATH, merged)
+        set_path(patch, TOLERATIONS_PATH, merged)
     return patch
 
 
@@ -355,3 +280,33 @@ def other_policy_error(policies, name):
         return ("ClusterPolicy %s already exists and the GPU operator only honours one ClusterPolicy (a second "
                 "one stays 'ignored'); set name to %s to manage it, or delete it first" % (others[0], others[0]))
     return None
+
+
+# --- the ClusterPolicy a role works on --------------------------------------------------------
+
+def select_policy(policies, name='', required=True, name_option='name'):
+    """The ClusterPolicy to work on among ``policies`` (as listed), and the errors that stop a caller.
+
+    Returns ``(policy or None, matching policies, errors)``. ``name`` picks one by name; empty means
+    the only one. The GPU operator honours a single ClusterPolicy, so more than one without a name is
+    always an error (nobody can tell which one the caller meant). None at all is an error only when
+    ``required`` (a role that merely adjusts an existing ClusterPolicy has nothing to do without one).
+    ``name_option`` is how the messages name the input that picks it (a role's
+    ``<role>_cluster_policy_name``).
+    """
+    policies = [p for p in policies or [] if isinstance(p, dict)]
+    if name:
+        policies = [p for p in policies if ((p.get('metadata') or {}).get('name')) == name]
+    names = sorted((p.get('metadata') or {}).get('name') or '?' for p in policies)
+    if len(policies) > 1:
+        return None, policies, ['more than one ClusterPolicy (found %d: %s); the GPU operator honours only one: '
+                                'set %s to the one to use' % (len(names), ', '.join(names), name_option)]
+    if policies:
+        return policies[0], policies, []
+    if not required:
+        return None, policies, []
+    if name:
+        return None, policies, ['exactly one ClusterPolicy is needed (found 0); there is no ClusterPolicy named %s: '
+                                'set %s to an existing one, or leave it empty for the only one'
+                                % (name, name_option)]
+    return None, policies, ['exactly one ClusterPolicy is needed (found 0); install the GPU operator first']

@@ -12,8 +12,10 @@ from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
 
 from ansible_collections.gpuops.gpu.plugins.module_utils.plans import cluster_policy
-from ansible_collections.gpuops.gpu.plugins.module_utils.gpu.tolerations import (
-    is_dns_subdomain, label_key_errors, label_value_errors, toleration_errors, type_name)
+from ansible_collections.gpuops.gpu.plugins.module_utils.common.selector import SelectorError, parse_selector
+from ansible_collections.gpuops.gpu.plugins.module_utils.common.checks import (
+    is_dns_subdomain, label_key_errors, label_value_errors, type_name)
+from ansible_collections.gpuops.gpu.plugins.module_utils.gpu.tolerations import toleration_errors
 
 ROLES = ('nfd', 'gpu_operator')
 
@@ -32,38 +34,12 @@ def labels_errors(labels, name):
 
 
 def selector_errors(selector, name):
-    """Problems in a label selector string ('a=b,c!=d,e,!f,g in (x,y)')."""
-    if selector in (None, ''):
-        return []
-    if not isinstance(selector, str):
-        return ['%s must be a label selector string such as "node-role.kubernetes.io/worker", got %s'
-                % (name, type_name(selector))]
-    errors = []
-    for part in _split_selector(selector):
-        part = part.strip()
-        key = part.lstrip('!')
-        for sep in ('!=', '==', '=', ' notin ', ' in '):
-            if sep in part:
-                key = part.split(sep, 1)[0].strip()
-                break
-        errors.extend('%s: %s %s' % (name, key or part, e) for e in label_key_errors(key))
-    return errors
-
-
-def _split_selector(selector):
-    parts, depth, current = [], 0, ''
-    for char in selector:
-        if char == '(':
-            depth += 1
-        elif char == ')':
-            depth -= 1
-        if char == ',' and depth == 0:
-            parts.append(current)
-            current = ''
-        else:
-            current += char
-    parts.append(current)
-    return [p for p in parts if p.strip()]
+    """Problems in a label selector string (the grammar of common.selector); None/'' is valid."""
+    try:
+        parse_selector(selector)
+    except SelectorError as exc:
+        return ['%s: %s' % (name, exc)]
+    return []
 
 
 def _namespace_errors(value, name):

@@ -6,11 +6,14 @@
 
 The GPU operator mounts the ConfigMap named by ClusterPolicy ``dcgmExporter.config.name`` (key
 ``dcgm-metrics.csv``) into the exporter and points ``DCGM_EXPORTER_COLLECTORS`` at it
-(nvidia-facts.md §6). Each line is ``<DCGM field>, <Prometheus type>, <help>``; the exporter splits
+(docs/facts.md#dcgm-exporter). Each line is ``<DCGM field>, <Prometheus type>, <help>``; the exporter splits
 on commas, so a help text with a comma breaks the file, and one bad line stops the exporter.
 
 The ``DCGM_FI_DEV_*_UTIL`` fields are not reported for MIG instances; the profiling fields
 (``DCGM_FI_PROF_GR_ENGINE_ACTIVE``, ``DCGM_FI_PROF_DRAM_ACTIVE``, ...) are (Volta and newer).
+
+:func:`monitoring_plan` checks every setting of the gpuops.gpu.monitoring role (and, given what was
+read, the cluster's prerequisites) and decides the platform and the operator namespace.
 """
 
 from __future__ import (absolute_import, division, print_function)
@@ -18,7 +21,8 @@ __metaclass__ = type
 
 import re
 
-from ansible_collections.gpuops.gpu.plugins.module_utils.gpu.tolerations import type_name, unknown_key_errors
+from ansible_collections.gpuops.gpu.plugins.module_utils.common.checks import (
+    is_dns_subdomain, type_name, unknown_key_errors)
 
 METRIC_TYPES = ('gauge', 'counter', 'label')
 FIELD_RE = re.compile(r'^DCGM_(FI|EXP)_[A-Z0-9_]+$')
@@ -38,6 +42,11 @@ DASHBOARD_FIELDS = (
     'DCGM_FI_DEV_GPU_TEMP', 'DCGM_FI_DEV_XID_ERRORS', 'DCGM_FI_PROF_GR_ENGINE_ACTIVE', 'DCGM_FI_DEV_FB_USED',
     'DCGM_FI_DEV_FB_FREE',
 )
+OPENSHIFT_DASHBOARD_NAMESPACE = 'openshift-config-managed'
+DEFAULT_OPERATOR_NAMESPACE = 'nvidia-gpu-operator'
+SERVICE_MONITOR_CRD = 'servicemonitors.monitoring.coreos.com'
+PROMETHEUS_RULE_CRD = 'prometheusrules.monitoring.coreos.com'
+_PERCENT_RE = re.compile(r'^[0-9]+([.][0-9]+)?$')
 MIG_BLIND_FIELDS = ('DCGM_FI_DEV_GPU_UTIL', 'DCGM_FI_DEV_MEM_COPY_UTIL', 'DCGM_FI_DEV_ENC_UTIL', 'DCGM_FI_DEV_DEC_UTIL')
 
 
@@ -96,3 +105,89 @@ def render_csv(metrics):
         raise ValueError('; '.join(errors))
     lines = ['%s, %s, %s' % (m['field'], m['type'], m['help'].strip()) for m in metrics]
     return HEADER + '\n'.join(lines) + '\n'
+
+
+# --- the role's settings and prerequisites ----------------------------------------------------
+
+def monitoring_plan(config, cluster=None):
+    """Every problem with the settings of the monitoring role, then (given ``cluster``) with the cluster.
+
+    ``config``: the role's variables without the ``monitoring_`` prefix. ``cluster`` (None: check the
+    settings only, before reading anything): ``namespaces`` (names), ``crds`` ({CRD name: exists}),
+    ``console`` and ``console_plugin`` (whether ``consoles.operator.openshift.io/cluster`` and the
+    ConsolePlugin exist) and ``policy_namespace`` (the ClusterPolicy ``status.namespace``).
+    Returns ``{'errors', 'openshift', 'operator_namespace', 'metrics'}``.
+
+    ConfigMap names are checked as RFC 1123 subdomains (what the apiserver accepts): stricter than the
+    role's former pattern, which let ``a..b`` through to be refused by the apiserver after other writes.
+    """
+    config = dict(config or {})
+    metrics = list(config.get('dcgm_metrics') or []) + list(config.get('dcgm_metrics_extra') or [])
+    errors = metric_errors(metrics, required_fields=_required_fields(config)) + _setting_errors(config)
+    plan = {'errors': errors, 'metrics': metrics, 'openshift': config.get('platform') == 'openshift',
+            'operator_namespace': config.get('operator_namespace') or DEFAULT_OPERATOR_NAMESPACE}
+    if cluster is not None:
+        _cluster_checks(plan, config, cluster)
+    return plan
+
+
+def required_fields(fields=None, console_plugin=False):
+    """``fields``, plus the fields the NVIDIA console plugin charts when ``console_plugin``."""
+    required = list(fields or [])
+    if console_plugin:
+        required.extend(f for f in CONSOLE_PLUGIN_FIELDS if f not in required)
+    return required
+
+
+def _required_fields(config):
+    return required_fields(DASHBOARD_FIELDS if config.get('dashboard') or config.get('alerts') else [],
+                           config.get('console_plugin'))
+
+
+def _setting_errors(config):
+    errors = []
+    labels = config.get('service_monitor_additional_labels')
+    if not isinstance(labels, dict) or not all(isinstance(v, str) for v in labels.values()):
+        errors.append('monitoring_service_monitor_additional_labels must be a mapping of label names to string values')
+    percent = config.get('alert_memory_percent')
+    if isinstance(percent, bool) or not _PERCENT_RE.match(str(percent)) or not 0 < float(percent) <= 100:
+        errors.append('monitoring_alert_memory_percent must be a number between 1 and 100, got %s' % percent)
+    for key in ('dashboard_name', 'dcgm_metrics_config_map'):
+        if not is_dns_subdomain(config.get(key)):
+            errors.append('monitoring_%s %s is not a valid ConfigMap name (lowercase letters, digits, - and ., '
+                          'starting and ending with a letter or digit)' % (key, config.get(key)))
+    if config.get('console_plugin') and config.get('console_plugin_install') \
+            and not config.get('console_plugin_chart_repo_url') and '/' not in (config.get('console_plugin_chart_ref') or ''):
+        errors.append('monitoring_console_plugin_install needs monitoring_console_plugin_chart_repo_url (a Helm '
+                      'repository or mirror)')
+    return errors
+
+
+def _cluster_checks(plan, config, cluster):
+    namespaces = set(cluster.get('namespaces') or [])
+    crds = cluster.get('crds') or {}
+    openshift = config.get('platform') == 'openshift' or \
+        (config.get('platform') == 'auto' and OPENSHIFT_DASHBOARD_NAMESPACE in namespaces)
+    operator_ns = config.get('operator_namespace') or cluster.get('policy_namespace') or DEFAULT_OPERATOR_NAMESPACE
+    plan.update(openshift=openshift, operator_namespace=operator_ns)
+    errors = plan['errors']
+    for what, kind, crd in (('service_monitor', 'ServiceMonitor', SERVICE_MONITOR_CRD),
+                            ('alerts', 'PrometheusRule', PROMETHEUS_RULE_CRD)):
+        if config.get(what) and not crds.get(crd):
+            errors.append('monitoring_%s is true but the %s CRD (%s) is missing: install the Prometheus operator '
+                          'or set monitoring_%s: false' % (what, kind, crd, what))
+    if config.get('dashboard') and openshift and OPENSHIFT_DASHBOARD_NAMESPACE not in namespaces:
+        errors.append('the namespace openshift-config-managed does not exist (monitoring_platform is openshift): '
+                      'is this OpenShift?')
+    grafana = config.get('grafana_namespace')
+    if config.get('dashboard') and not openshift and grafana not in namespaces:
+        errors.append('the Grafana namespace %s does not exist: install Grafana (for example kube-prometheus-stack) '
+                      'first, set monitoring_grafana_namespace, or monitoring_dashboard: false' % grafana)
+    if operator_ns not in namespaces:
+        errors.append('the GPU operator namespace %s does not exist; set monitoring_operator_namespace' % operator_ns)
+    if config.get('console_plugin') and not cluster.get('console'):
+        errors.append('monitoring_console_plugin is for OpenShift (consoles.operator.openshift.io/cluster not found)')
+    if config.get('console_plugin') and not config.get('console_plugin_install') and not cluster.get('console_plugin'):
+        errors.append('the ConsolePlugin %s does not exist: install the chart (set monitoring_console_plugin_install: '
+                      'true and monitoring_console_plugin_chart_repo_url) or install it first'
+                      % config.get('console_plugin_name'))

@@ -17,7 +17,7 @@ What an operator install through OLM needs to decide, from objects already read:
 * what a ClusterServiceVersion's phase means (Succeeded, still installing, failed for good);
 * the ``alm-examples`` annotation (JSON text) and ``spec.relatedImages`` of a CSV.
 
-The cluster side (reads, writes, waits) is ``olm_cluster.py``.
+The cluster side (reads, writes, waits) is ``ops/olm.py``.
 """
 
 from __future__ import (absolute_import, division, print_function)
@@ -26,8 +26,9 @@ __metaclass__ = type
 import json
 import re
 
-from ansible_collections.gpuops.gpu.plugins.module_utils.gpu.tolerations import (
-    is_dns_subdomain, label_key_errors, label_value_errors, toleration_errors, type_name)
+from ansible_collections.gpuops.gpu.plugins.module_utils.common.checks import (
+    is_dns_subdomain, label_key_errors, label_value_errors, type_name, unknown_key_errors)
+from ansible_collections.gpuops.gpu.plugins.module_utils.gpu.tolerations import toleration_errors
 
 APPROVALS = ('Automatic', 'Manual')
 INSTALL_MODES = ('OwnNamespace', 'SingleNamespace', 'MultiNamespace', 'AllNamespaces')
@@ -72,10 +73,7 @@ def input_errors(params):
     if not isinstance(config, dict):
         errors.append('config must be a mapping (Subscription spec.config), got %s' % type_name(config))
     else:
-        for key in config:
-            if key not in SUBSCRIPTION_CONFIG_KEYS:
-                errors.append("config: unknown key '%s' (Subscription spec.config takes %s)"
-                              % (key, ', '.join(SUBSCRIPTION_CONFIG_KEYS)))
+        errors.extend(unknown_key_errors(config, SUBSCRIPTION_CONFIG_KEYS, 'config (Subscription spec.config)'))
         errors.extend(toleration_errors(config.get('tolerations'), 'config.tolerations'))
         selector = config.get('nodeSelector')
         if selector is not None and not isinstance(selector, dict):

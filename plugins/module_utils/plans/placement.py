@@ -24,8 +24,11 @@ __metaclass__ = type
 
 import json
 
+from ansible_collections.gpuops.gpu.plugins.module_utils.common.checks import label_key_errors, suggest, type_name
+from ansible_collections.gpuops.gpu.plugins.module_utils.common.names import (
+    CLUSTER_POLICY_API_VERSION, CLUSTER_POLICY_KIND)
 from ansible_collections.gpuops.gpu.plugins.module_utils.gpu import tolerations as tol
-from ansible_collections.gpuops.gpu.plugins.module_utils.gpu.tolerations import type_name
+from ansible_collections.gpuops.gpu.plugins.module_utils.common.merge import get_path
 
 OWNED_ANNOTATION = 'gpuops.gpu/owned-taints'
 LAYERS = ('nfd', 'subscription', 'cluster_policy')
@@ -34,6 +37,15 @@ LAYER_PATHS = {
     'subscription': ('spec', 'config', 'tolerations'),
     'cluster_policy': ('spec', 'daemonsets', 'tolerations'),
 }
+# layer -> (key of the objects in ``cluster``, kind, apiVersion, what to do when there is none)
+LAYER_SOURCES = {
+    'nfd': ('nfd', 'NodeFeatureDiscovery', 'nfd.openshift.io/v1', 'install NFD first (gpuops.gpu.nfd)'),
+    'subscription': ('subscriptions', 'Subscription', 'operators.coreos.com/v1alpha1',
+                     'install the GPU operator with OLM first (gpuops.gpu.gpu_operator)'),
+    'cluster_policy': ('cluster_policies', CLUSTER_POLICY_KIND, CLUSTER_POLICY_API_VERSION,
+                       'install the GPU operator and its ClusterPolicy first'),
+}
+_TAINT_RESULTS = ('added', 'updated', 'removed', 'adopted', 'kept', 'conflicts')
 
 
 def identity(taint):
@@ -65,7 +77,7 @@ def remove_spec_errors(specs, path='remove'):
             errors.append('%s[%d] must be a taint key or key:effect string' % (path, index))
             continue
         key, sep, effect = spec.rpartition(':') if ':' in spec else (spec, '', '')
-        errors.extend('%s[%d] key %s' % (path, index, e) for e in tol.label_key_errors(key))
+        errors.extend('%s[%d] key %s' % (path, index, e) for e in label_key_errors(key))
         if sep and effect not in tol.TAINT_EFFECTS:
             errors.append("%s[%d] effect must be one of %s, got '%s'"
                           % (path, index, ', '.join(tol.TAINT_EFFECTS), effect))
@@ -105,69 +117,85 @@ def plan_taints(current, owned, desired, state='present', remove=None):
     ``remove`` names them. Returns ``{'taints', 'owned', 'added', 'updated', 'removed',
     'adopted', 'kept', 'conflicts', 'changed'}`` (identities in the lists).
     """
-    current = [dict(t) for t in (current or []) if isinstance(t, dict)]
-    owned = list(owned or [])
-    desired = [_clean(t) for t in (desired or [])]
-    desired_ids = [identity(t) for t in desired]
-    result = {'added': [], 'updated': [], 'removed': [], 'adopted': [], 'kept': [], 'conflicts': []}
-    new_owned = list(owned)
-    out = []
-    for taint in current:
-        ident = identity(taint)
-        ours_and_wanted = state == 'present' and ident in desired_ids and ident in owned
-        if _matches_remove(taint, remove) and not ours_and_wanted:
-            result['removed'].append(ident)
-            if ident in new_owned:
-                new_owned.remove(ident)
-            continue
-        if state == 'absent':
-            if ident in desired_ids:
-                if ident in owned:
-                    result['removed'].append(ident)
-                    new_owned.remove(ident)
-                    continue
-                result['kept'].append(ident)
-            out.append(taint)
-            continue
-        if ident in desired_ids:
-            want = desired[desired_ids.index(ident)]
-            if ident in owned:
-                if not _same(taint, want):
-                    result['updated'].append(ident)
-                    kept = dict(want)
-                    out.append(kept)
-                else:
-                    out.append(taint)
-            elif _same(taint, want):
-                result['adopted'].append(ident)
-                new_owned.append(ident)
-                out.append(taint)
-            else:
-                result['conflicts'].append('%s (has value %r, wanted %r; not ours: remove it first or name it in '
-                                           'remove)' % (ident, taint.get('value') or '', want.get('value') or ''))
-                out.append(taint)
-            continue
-        if ident in owned:
-            result['removed'].append(ident)
-            new_owned.remove(ident)
-            continue
-        out.append(taint)
+    planner = _TaintPlanner(owned, desired, state, remove)
+    for taint in current or []:
+        if isinstance(taint, dict):
+            planner.visit(dict(taint))
     if state == 'present':
-        present_ids = [identity(t) for t in out]
-        for want, ident in zip(desired, desired_ids):
+        planner.add_missing()
+    return planner.result()
+
+
+class _TaintPlanner(object):
+    """The state of one plan_taints() run: taints kept so far, identities owned, what happened."""
+
+    def __init__(self, owned, desired, state, remove):
+        self.owned = list(owned or [])
+        self.desired = [_clean(t) for t in (desired or [])]
+        self.ids = [identity(t) for t in self.desired]
+        self.state = state
+        self.remove = remove
+        self.new_owned = list(self.owned)
+        self.out = []
+        self.changes = dict((key, []) for key in _TAINT_RESULTS)
+
+    def visit(self, taint):
+        """Decide one current taint: keep it (possibly updated) or drop it."""
+        ident = identity(taint)
+        wanted = self.state == 'present' and ident in self.ids
+        if _matches_remove(taint, self.remove) and not (wanted and ident in self.owned):
+            return self._drop(ident)
+        if self.state == 'absent':
+            if ident in self.ids and ident in self.owned:
+                return self._drop(ident)
+            if ident in self.ids:
+                self.changes['kept'].append(ident)
+        elif wanted:
+            taint = self._reconcile(taint, ident, self.desired[self.ids.index(ident)])
+        elif ident in self.owned:
+            return self._drop(ident)
+        self.out.append(taint)
+        return None
+
+    def _drop(self, ident):
+        self.changes['removed'].append(ident)
+        if ident in self.new_owned:
+            self.new_owned.remove(ident)
+
+    def _reconcile(self, taint, ident, want):
+        """A current taint with the identity of a desired one: update, adopt or report a conflict."""
+        if _same(taint, want):
+            if ident not in self.owned:
+                self.changes['adopted'].append(ident)
+                self.new_owned.append(ident)
+            return taint
+        if ident in self.owned:
+            self.changes['updated'].append(ident)
+            return dict(want)
+        self.changes['conflicts'].append('%s (has value %r, wanted %r; not ours: remove it first or name it in '
+                                         'remove)' % (ident, taint.get('value') or '', want.get('value') or ''))
+        return taint
+
+    def add_missing(self):
+        """Append the desired taints the object does not carry yet (and own them)."""
+        present_ids = [identity(t) for t in self.out]
+        for want, ident in zip(self.desired, self.ids):
             if ident not in present_ids:
-                out.append(dict(want))
-                result['added'].append(ident)
-                if ident not in new_owned:
-                    new_owned.append(ident)
-    # identities we recorded but that are gone from the object are forgotten
-    final_ids = [identity(t) for t in out]
-    new_owned = sorted(set(o for o in new_owned if o in final_ids))
-    result['taints'] = out
-    result['owned'] = new_owned
-    result['changed'] = bool(result['added'] or result['updated'] or result['removed']) \
-        or new_owned != sorted(set(owned))
-    return result
+                self.out.append(dict(want))
+                self.changes['added'].append(ident)
+                if ident not in self.new_owned:
+                    self.new_owned.append(ident)
+
+    def result(self):
+        # identities we recorded but that are gone from the object are forgotten
+        final_ids = [identity(t) for t in self.out]
+        new_owned = sorted(set(o for o in self.new_owned if o in final_ids))
+        result = dict(self.changes)
+        result['taints'] = self.out
+        result['owned'] = new_owned
+        result['changed'] = bool(result['added'] or result['updated'] or result['removed']) \
+            or new_owned != sorted(set(self.owned))
+        return result
 
 
 def owned_annotation_value(owned):
@@ -177,34 +205,11 @@ def owned_annotation_value(owned):
 
 # --- tolerations on the three layers ---------------------------------------------------------
 
-def _get(obj, path):
-    node = obj
-    for part in path:
-        if not isinstance(node, dict):
-            return None
-        node = node.get(part)
-    return node
-
-
 def _nest(path, value):
     out = value
     for part in reversed(path):
         out = {part: out}
     return out
-
-
-def tolerates(toleration, taint):
-    """Kubernetes semantics: does ``toleration`` match ``taint`` (key, operator, value, effect)?"""
-    operator = toleration.get('operator') or 'Equal'
-    key = toleration.get('key') or ''
-    effect = toleration.get('effect') or ''
-    if effect and effect != taint.get('effect'):
-        return False
-    if not key:
-        return operator == 'Exists'
-    if key != taint.get('key'):
-        return False
-    return operator == 'Exists' or (toleration.get('value') or '') == (taint.get('value') or '')
 
 
 def daemonsets_not_ready_for(daemonsets, taints, owner_kind=None):
@@ -220,7 +225,7 @@ def daemonsets_not_ready_for(daemonsets, taints, owner_kind=None):
             continue
         pod = (((ds.get('spec') or {}).get('template') or {}).get('spec') or {})
         status = ds.get('status') or {}
-        tolerated = all(any(tolerates(t, taint) for t in pod.get('tolerations') or []) for taint in taints or [])
+        tolerated = all(any(tol.tolerates(t, taint) for t in pod.get('tolerations') or []) for taint in taints or [])
         on_delete = (((ds.get('spec') or {}).get('updateStrategy') or {}).get('type')) == 'OnDelete'
         rolled = (status.get('observedGeneration') or 0) >= (md.get('generation') or 0) and \
             (on_delete or (status.get('updatedNumberScheduled') or 0) >= (status.get('desiredNumberScheduled') or 0))
@@ -248,12 +253,34 @@ def placement_plan(config, cluster=None):
     config = dict(config or {})
     cluster = dict(cluster or {})
     plan = {'errors': [], 'warnings': [], 'tolerations': [], 'patches': []}
-    errors = plan['errors']
-    taints = config.get('taints')
-    errors.extend('gpu_node_placement_' + e for e in tol.taint_errors(taints, 'taints'))
-    errors.extend('gpu_node_placement_' + e for e in tol.toleration_errors(config.get('tolerations'),
-                                                                           'tolerations'))
-    errors.extend('gpu_node_placement_' + e for e in remove_spec_errors(config.get('remove'), 'remove'))
+    errors, layers = _placement_config_errors(config)
+    plan['errors'].extend(errors)
+    if errors:
+        return plan
+    taints = config.get('taints') if config.get('state', 'present') == 'present' else []
+    wanted = placement_tolerations(taints, config.get('tolerations'), bool(config.get('match_value')))
+    plan['tolerations'] = wanted
+    for layer in LAYERS:
+        if layer not in layers:
+            continue
+        key, kind, _api_version, hint = LAYER_SOURCES[layer]
+        objects = cluster.get(key) or []
+        if not objects:
+            plan['errors'].append('no %s found for the %s layer: %s, or drop %s from gpu_node_placement_layers'
+                                  % (kind, layer, hint, layer))
+        for obj in objects:
+            try:
+                plan['patches'].append(_layer_patch(layer, obj, wanted))
+            except ValueError as exc:
+                plan['errors'].append(str(exc))
+    return plan
+
+
+def _placement_config_errors(config):
+    """(errors, layers) of the role's input."""
+    errors = ['gpu_node_placement_' + e for e in tol.taint_errors(config.get('taints'), 'taints')
+              + tol.toleration_errors(config.get('tolerations'), 'tolerations')
+              + remove_spec_errors(config.get('remove'), 'remove')]
     state = config.get('state', 'present')
     if state not in ('present', 'absent'):
         errors.append("gpu_node_placement_state must be present or absent, got '%s'" % state)
@@ -265,47 +292,27 @@ def placement_plan(config, cluster=None):
         layers = []
     for layer in layers:
         if layer not in LAYERS:
-            hint = tol.suggest(layer, LAYERS)
+            hint = suggest(layer, LAYERS)
             errors.append("gpu_node_placement_layers: unknown layer '%s'%s (known: %s)" % (
                 layer, "; did you mean '%s'?" % hint if hint else '', ', '.join(LAYERS)))
-    if errors:
-        return plan
-    wanted = placement_tolerations(taints if state == 'present' else [], config.get('tolerations'),
-                                   bool(config.get('match_value')))
-    plan['tolerations'] = wanted
-    sources = {'nfd': ('nfd', 'NodeFeatureDiscovery', 'nfd.openshift.io/v1',
-                       'install NFD first (gpuops.gpu.nfd)'),
-               'subscription': ('subscriptions', 'Subscription', 'operators.coreos.com/v1alpha1',
-                                'install the GPU operator with OLM first (gpuops.gpu.gpu_operator)'),
-               'cluster_policy': ('cluster_policies', 'ClusterPolicy', 'nvidia.com/v1',
-                                  'install the GPU operator and its ClusterPolicy first')}
-    for layer in LAYERS:
-        if layer not in layers:
-            continue
-        key, kind, api_version, hint = sources[layer]
-        objects = cluster.get(key) or []
-        if not objects:
-            errors.append('no %s found for the %s layer: %s, or drop %s from gpu_node_placement_layers'
-                          % (kind, layer, hint, layer))
-            continue
-        for obj in objects:
-            path = LAYER_PATHS[layer]
-            before = list(_get(obj, path) or [])
-            try:
-                after = tol.merge_tolerations(before, wanted, keep_gpu=True)
-            except ValueError as exc:
-                md = obj.get('metadata') or {}
-                errors.append('%s %s has invalid tolerations at %s: %s' % (
-                    kind, md.get('name'), '.'.join(path), exc))
-                continue
-            md = obj.get('metadata') or {}
-            metadata = {'name': md.get('name')}
-            if md.get('namespace'):
-                metadata['namespace'] = md['namespace']
-            definition = {'apiVersion': api_version, 'kind': kind, 'metadata': metadata,
-                          'spec': _nest(path[1:], after)}
-            plan['patches'].append({
-                'layer': layer, 'api_version': api_version, 'kind': kind, 'name': md.get('name'),
-                'namespace': md.get('namespace'), 'patch': _nest(path, after), 'definition': definition,
-                'before': before, 'after': after, 'changed': after != before})
-    return plan
+    return errors, layers
+
+
+def _layer_patch(layer, obj, wanted):
+    """The patch that merges ``wanted`` into one object's toleration list; ValueError when its
+    current tolerations are invalid."""
+    _key, kind, api_version, _hint = LAYER_SOURCES[layer]
+    path = LAYER_PATHS[layer]
+    md = obj.get('metadata') or {}
+    before = list(get_path(obj, path) or [])
+    try:
+        after = tol.merge_tolerations(before, wanted, keep_gpu=True)
+    except ValueError as exc:
+        raise ValueError('%s %s has invalid tolerations at %s: %s' % (kind, md.get('name'), '.'.join(path), exc))
+    metadata = {'name': md.get('name')}
+    if md.get('namespace'):
+        metadata['namespace'] = md['namespace']
+    definition = {'apiVersion': api_version, 'kind': kind, 'metadata': metadata, 'spec': _nest(path[1:], after)}
+    return {'layer': layer, 'api_version': api_version, 'kind': kind, 'name': md.get('name'),
+            'namespace': md.get('namespace'), 'patch': _nest(path, after), 'definition': definition,
+            'before': before, 'after': after, 'changed': after != before}

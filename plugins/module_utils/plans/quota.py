@@ -17,13 +17,13 @@ __metaclass__ = type
 
 import re
 
+from ansible_collections.gpuops.gpu.plugins.module_utils.common.checks import (
+    is_dns_label, is_dns_subdomain, is_int, label_key_errors, label_value_errors, type_name, unknown_key_errors)
+from ansible_collections.gpuops.gpu.plugins.module_utils.common.names import (
+    GPU_RESOURCE, LABEL_MANAGED_BY, LABEL_REPLICAS, MANAGED_BY, RESOURCE_PREFIX, is_managed, managed_by_labels)
 from ansible_collections.gpuops.gpu.plugins.module_utils.gpu.quota import (
     LIMITS, REQUESTS, normalise_quota, quota_notes, timeslicing_quota_warnings)
-from ansible_collections.gpuops.gpu.plugins.module_utils.gpu.tolerations import (
-    is_dns_subdomain, is_int, label_key_errors, label_value_errors, type_name, unknown_key_errors)
 
-MANAGED_BY_LABEL = 'app.kubernetes.io/managed-by'
-MANAGED_BY = 'gpuops.gpu'
 DEFAULT_NAME = 'gpu-quota'
 STATES = ('present', 'absent')
 ENTRY_KEYS = ('name', 'namespace', 'namespaces', 'namespace_selector', 'hard', 'scopes', 'scope_selector',
@@ -31,9 +31,7 @@ ENTRY_KEYS = ('name', 'namespace', 'namespaces', 'namespace_selector', 'hard', '
 # ResourceQuota spec.scopes (core/v1 ResourceQuotaScope)
 SCOPES = ('Terminating', 'NotTerminating', 'BestEffort', 'NotBestEffort', 'PriorityClass',
           'CrossNamespacePodAffinity', 'VolumeAttributesClass')
-LABEL_REPLICAS = 'nvidia.com/gpu.replicas'
 _MIG_REPLICAS_RE = re.compile(r'^(nvidia\.com/mig-[^/]+)\.replicas$')
-_NAMESPACE_RE = re.compile(r'^[a-z0-9]([-a-z0-9]*[a-z0-9])?$')
 
 
 # --- time-slicing replicas from the nodes -------------------------------------------------
@@ -52,7 +50,7 @@ def replicas_from_nodes(nodes):
     for node in nodes or []:
         for key, value in _labels(node).items():
             match = _MIG_REPLICAS_RE.match(key)
-            resource = 'nvidia.com/gpu' if key == LABEL_REPLICAS else match.group(1) if match else None
+            resource = GPU_RESOURCE if key == LABEL_REPLICAS else match.group(1) if match else None
             if resource is None:
                 continue
             try:
@@ -67,7 +65,7 @@ def replicas_from_nodes(nodes):
 # --- input checks -----------------------------------------------------------------------------
 
 def _is_bare_gpu_key(key):
-    return isinstance(key, str) and key.startswith('nvidia.com/') and not key.startswith((REQUESTS, LIMITS))
+    return isinstance(key, str) and key.startswith(RESOURCE_PREFIX) and not key.startswith((REQUESTS, LIMITS))
 
 
 def _string_list(value, path, errors):
@@ -91,8 +89,8 @@ def _metadata_errors(value, path, check_values):
             errors.extend('%s[%s]: %s' % (path, key, e) for e in label_value_errors(value[key]))
         elif not isinstance(value[key], str):
             errors.append('%s[%s] must be a string, got %s' % (path, key, type_name(value[key])))
-    if value.get(MANAGED_BY_LABEL, MANAGED_BY) != MANAGED_BY:
-        errors.append('%s: %s is set by the role (%s) and cannot be overridden' % (path, MANAGED_BY_LABEL, MANAGED_BY))
+    if value.get(LABEL_MANAGED_BY, MANAGED_BY) != MANAGED_BY:
+        errors.append('%s: %s is set by the role (%s) and cannot be overridden' % (path, LABEL_MANAGED_BY, MANAGED_BY))
     return errors
 
 
@@ -120,7 +118,7 @@ def _selected(entry, path, namespaces, selected, state, errors):
     if entry.get('namespaces') is not None:
         names.extend(_string_list(entry['namespaces'], path + '.namespaces', errors))
     for name in names:
-        if not _NAMESPACE_RE.match(name) or len(name) > 63:
+        if not is_dns_label(name):
             errors.append('%s: %r is not a valid namespace name' % (path, name))
         elif name not in namespaces and state == 'present':
             errors.append("%s: namespace '%s' not found; create it first" % (path, name))
@@ -155,14 +153,8 @@ def _existing_index(existing):
     return index
 
 
-def _is_managed(meta):
-    return ((meta or {}).get('labels') or {}).get(MANAGED_BY_LABEL) == MANAGED_BY
-
-
 def _manifest(namespace, name, entry, hard):
-    labels = dict(entry.get('labels') or {})
-    labels[MANAGED_BY_LABEL] = MANAGED_BY
-    metadata = {'name': name, 'namespace': namespace, 'labels': labels}
+    metadata = {'name': name, 'namespace': namespace, 'labels': managed_by_labels(entry.get('labels'))}
     if entry.get('annotations'):
         metadata['annotations'] = dict(entry['annotations'])
     spec = {'hard': hard}
@@ -187,73 +179,95 @@ def quota_plan(entries, namespaces, selected=None, existing=None, state='present
     Returns {'quotas': [manifests to apply], 'delete': [{namespace, name}], 'errors', 'notes',
     'warnings'}; with errors, 'quotas' and 'delete' are empty (nothing may be written).
     """
-    errors, notes, warnings = [], [], []
-    quotas, delete = [], []
+    planner = _QuotaPlanner(namespaces, selected, existing, state, normalise, replicas)
     if state not in STATES:
-        errors.append("state must be one of %s, got %r" % (', '.join(STATES), state))
+        planner.errors.append("state must be one of %s, got %r" % (', '.join(STATES), state))
     if not isinstance(entries, list):
-        errors.append('the quotas must be a list of mappings, got %s' % type_name(entries))
+        planner.errors.append('the quotas must be a list of mappings, got %s' % type_name(entries))
         entries = []
-    namespaces = set(namespaces or [])
-    index = _existing_index(existing)
-    seen = {}
     for position, entry in enumerate(entries):
+        planner.add(position, entry, default_name)
+    ok = not planner.errors
+    return {'quotas': planner.quotas if ok else [], 'delete': planner.delete if ok else [],
+            'errors': planner.errors, 'notes': planner.notes, 'warnings': planner.warnings}
+
+
+class _QuotaPlanner(object):
+    """The state of one quota_plan() run: what was read, what to write, and the messages."""
+
+    def __init__(self, namespaces, selected, existing, state, normalise, replicas):
+        self.namespaces = set(namespaces or [])
+        self.selected = selected
+        self.index = _existing_index(existing)
+        self.state = state
+        self.normalise = normalise
+        self.replicas = replicas
+        self.seen = {}
+        self.quotas, self.delete = [], []
+        self.errors, self.notes, self.warnings = [], [], []
+
+    def add(self, position, entry, default_name):
+        """Check one entry and plan its quota in every namespace it names."""
         path = 'quota[%d]' % position
         if not isinstance(entry, dict):
-            errors.append('%s must be a mapping, got %s' % (path, type_name(entry)))
-            continue
+            self.errors.append('%s must be a mapping, got %s' % (path, type_name(entry)))
+            return
         name = entry.get('name', default_name)
         if isinstance(name, str) and name:
             path = "quota[%d] '%s'" % (position, name)
-        entry_errors = unknown_key_errors(entry, ENTRY_KEYS, path)
+        errors = unknown_key_errors(entry, ENTRY_KEYS, path)
         if not is_dns_subdomain(name):
-            entry_errors.append('%s: name %r must be a lowercase DNS subdomain (a-z, 0-9, - and .)' % (path, name))
-        targets = _selected(entry, path, namespaces, selected, state, entry_errors)
-        hard = {}
-        if state == 'present':
-            raw = entry.get('hard')
-            if not isinstance(raw, dict) or not raw:
-                entry_errors.append('%s: hard must be a non-empty mapping of resource to quantity, for example '
-                                    '{requests.nvidia.com/gpu: 4}, got %r' % (path, raw))
-            else:
-                hard, hard_errors = normalise_quota(raw)
-                entry_errors.extend('%s: %s' % (path, e) for e in hard_errors)
-                bare = sorted(k for k in raw if _is_bare_gpu_key(k))
-                if bare and not normalise:
-                    entry_errors.extend(
-                        '%s: %s is never enforced by Kubernetes quota admission; write requests.%s (or set '
-                        'quotas_normalise: true to have it rewritten)' % (path, key, key) for key in bare)
-                if not hard_errors:
-                    notes.extend('%s: %s' % (path, n) for n in quota_notes(raw))
-                    if replicas:
-                        warnings.extend('%s: %s' % (path, w) for w in timeslicing_quota_warnings(raw, replicas))
-            entry_errors.extend(_scope_errors(entry, path))
-            entry_errors.extend(_metadata_errors(entry.get('labels'), path + '.labels', True))
-            entry_errors.extend(_metadata_errors(entry.get('annotations'), path + '.annotations', False))
+            errors.append('%s: name %r must be a lowercase DNS subdomain (a-z, 0-9, - and .)' % (path, name))
+        targets = _selected(entry, path, self.namespaces, self.selected, self.state, errors)
+        hard = self._hard(entry, path, errors) if self.state == 'present' else {}
         for namespace in targets:
-            key = (namespace, name)
-            if key in seen:
-                entry_errors.append('%s: %s/%s is also set by %s; each quota may be declared once'
-                                    % (path, namespace, name, seen[key]))
-                continue
-            seen[key] = path
-            current = index.get(key)
-            if current is not None and not _is_managed(current):
-                message = ('%s: ResourceQuota %s/%s exists and was not created by gpuops.gpu (no label %s=%s)'
-                           % (path, namespace, name, MANAGED_BY_LABEL, MANAGED_BY))
-                if state == 'present':
-                    entry_errors.append(message + '; pick another name or remove it first')
-                else:
-                    notes.append(message + '; left in place')
-                continue
-            if state == 'present':
-                quotas.append(_manifest(namespace, name, entry, hard))
-            elif current is not None:
-                delete.append({'namespace': namespace, 'name': name})
-        errors.extend(entry_errors)
-    if errors:
-        return {'quotas': [], 'delete': [], 'errors': errors, 'notes': notes, 'warnings': warnings}
-    return {'quotas': quotas, 'delete': delete, 'errors': [], 'notes': notes, 'warnings': warnings}
+            self._target(namespace, name, path, entry, hard, errors)
+        self.errors.extend(errors)
+
+    def _hard(self, entry, path, errors):
+        """The normalised ``spec.hard`` of a present entry (and its notes, warnings and errors)."""
+        raw = entry.get('hard')
+        hard = {}
+        if not isinstance(raw, dict) or not raw:
+            errors.append('%s: hard must be a non-empty mapping of resource to quantity, for example '
+                          '{requests.nvidia.com/gpu: 4}, got %r' % (path, raw))
+        else:
+            hard, hard_errors = normalise_quota(raw)
+            errors.extend('%s: %s' % (path, e) for e in hard_errors)
+            if not self.normalise:
+                errors.extend('%s: %s is never enforced by Kubernetes quota admission; write requests.%s (or set '
+                              'quotas_normalise: true to have it rewritten)' % (path, key, key)
+                              for key in sorted(k for k in raw if _is_bare_gpu_key(k)))
+            if not hard_errors:
+                self.notes.extend('%s: %s' % (path, n) for n in quota_notes(raw))
+                if self.replicas:
+                    self.warnings.extend('%s: %s' % (path, w) for w in timeslicing_quota_warnings(raw, self.replicas))
+        errors.extend(_scope_errors(entry, path))
+        errors.extend(_metadata_errors(entry.get('labels'), path + '.labels', True))
+        errors.extend(_metadata_errors(entry.get('annotations'), path + '.annotations', False))
+        return hard
+
+    def _target(self, namespace, name, path, entry, hard, errors):
+        """Plan one quota: apply it, delete it, or leave a foreign one alone."""
+        key = (namespace, name)
+        if key in self.seen:
+            errors.append('%s: %s/%s is also set by %s; each quota may be declared once'
+                          % (path, namespace, name, self.seen[key]))
+            return
+        self.seen[key] = path
+        current = self.index.get(key)
+        if current is not None and not is_managed(current.get('labels')):
+            message = ('%s: ResourceQuota %s/%s exists and was not created by gpuops.gpu (no label %s=%s)'
+                       % (path, namespace, name, LABEL_MANAGED_BY, MANAGED_BY))
+            if self.state == 'present':
+                errors.append(message + '; pick another name or remove it first')
+            else:
+                self.notes.append(message + '; left in place')
+            return
+        if self.state == 'present':
+            self.quotas.append(_manifest(namespace, name, entry, hard))
+        elif current is not None:
+            self.delete.append({'namespace': namespace, 'name': name})
 
 
 def replicas_errors(replicas):

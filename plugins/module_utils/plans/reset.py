@@ -14,14 +14,15 @@ makes the reset unsafe - before anything is written.
 from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
 
-from ansible_collections.gpuops.gpu.plugins.module_utils.gpu import node as gn
-from ansible_collections.gpuops.gpu.plugins.module_utils.gpu.tolerations import type_name
+from ansible_collections.gpuops.gpu.plugins.module_utils.common.checks import as_number, type_name
+from ansible_collections.gpuops.gpu.plugins.module_utils.common.names import (
+    ANN_CORDONED_BY_ROLLOUT, ANN_ROLLOUT_TARGET, LABEL_DP_CONFIG, LABEL_MANAGED_BY, LABEL_MIG_CONFIG, LABEL_MIG_STATE,
+    LABEL_REPLICAS, LABEL_SHARING, MANAGED_BY, is_managed)
+from ansible_collections.gpuops.gpu.plugins.module_utils.gpu.node import is_gpu_node
+from ansible_collections.gpuops.gpu.plugins.module_utils.plans.cluster_policy import select_policy
 
-MANAGED_BY_LABEL = 'app.kubernetes.io/managed-by'
-MANAGED_BY = 'gpuops.gpu'
 DEFAULT_MIG_CONFIG_MAP = 'default-mig-parted-config'
 MIG_DISABLED = 'all-disabled'
-ANN_TARGET = 'gpuops.gpu/rollout-target'
 OPTION_DEFAULTS = {'mig': True, 'sharing': True, 'cluster_policy': True, 'config_maps': True}
 
 
@@ -34,39 +35,28 @@ def _labels(obj):
 
 
 def _target(node):
-    return (_meta(node).get('annotations') or {}).get(ANN_TARGET, '')
-
-
-def _int(value, default=1):
-    try:
-        return int(str(value))
-    except ValueError:
-        return default
+    return (_meta(node).get('annotations') or {}).get(ANN_ROLLOUT_TARGET, '')
 
 
 def needs_mig_reset(node):
     """A MIG config other than all-disabled, a state that is not success, or a gpuops MIG rollout left
     unfinished (its node may still be cordoned)."""
     labels = _labels(node)
-    if _target(node).startswith(gn.LABEL_MIG_CONFIG + '='):
+    if _target(node).startswith(LABEL_MIG_CONFIG + '='):
         return True
-    if gn.LABEL_MIG_CONFIG not in labels:
+    if LABEL_MIG_CONFIG not in labels:
         return False
-    return labels[gn.LABEL_MIG_CONFIG] != MIG_DISABLED or labels.get(gn.LABEL_MIG_STATE) != 'success'
+    return labels[LABEL_MIG_CONFIG] != MIG_DISABLED or labels.get(LABEL_MIG_STATE) != 'success'
 
 
 def is_shared(node):
     labels = _labels(node)
-    return _int(labels.get(gn.LABEL_REPLICAS, '1')) > 1 or labels.get(gn.LABEL_SHARING, 'none') not in ('', 'none')
+    return as_number(labels.get(LABEL_REPLICAS, '1'), int, 1) > 1 or labels.get(LABEL_SHARING, 'none') not in ('', 'none')
 
 
 def needs_sharing_reset(node):
-    return (gn.LABEL_DP_CONFIG in _labels(node) or is_shared(node)
-            or _target(node).startswith(gn.LABEL_DP_CONFIG + '='))
-
-
-def _is_managed(obj):
-    return _labels(obj).get(MANAGED_BY_LABEL) == MANAGED_BY
+    return (LABEL_DP_CONFIG in _labels(node) or is_shared(node)
+            or _target(node).startswith(LABEL_DP_CONFIG + '='))
 
 
 def reset_plan(nodes, policies, config_maps, scope=None, wanted=None, options=None):
@@ -80,9 +70,8 @@ def reset_plan(nodes, policies, config_maps, scope=None, wanted=None, options=No
     opts = dict(OPTION_DEFAULTS)
     opts.update(options or {})
     errors, notes = [], []
-    nodes = [n for n in (nodes or []) if isinstance(n, dict) and _meta(n).get('name')]
-    by_name = dict((_meta(n)['name'], n) for n in nodes)
-    gpu_names = sorted(name for name, n in by_name.items() if gn.is_gpu_node(n) or needs_mig_reset(n)
+    by_name = dict((_meta(n)['name'], n) for n in (nodes or []) if isinstance(n, dict) and _meta(n).get('name'))
+    gpu_names = sorted(name for name, n in by_name.items() if is_gpu_node(n) or needs_mig_reset(n)
                        or needs_sharing_reset(n))
     missing = sorted(set(wanted or []) - set(by_name))
     if missing:
@@ -90,78 +79,103 @@ def reset_plan(nodes, policies, config_maps, scope=None, wanted=None, options=No
     if not isinstance(policies, list):
         errors.append('the ClusterPolicies must be a list, got %s' % type_name(policies))
         policies = []
-    if len(policies) > 1:
-        errors.append('more than one ClusterPolicy (%s); set reset_cluster_policy_name'
-                      % ', '.join(sorted(_meta(p).get('name', '?') for p in policies)))
-    policy = policies[0] if len(policies) == 1 else None
-    spec = (policy or {}).get('spec') or {}
-    mig_cm = ((spec.get('migManager') or {}).get('config') or {}).get('name') or ''
-    plugin = spec.get('devicePlugin') or {}
-    dp_config = plugin.get('config') or {}
-    dp_cm, dp_default = dp_config.get('name') or '', dp_config.get('default') or ''
+    policy, _matching, policy_errors = select_policy(policies, '', False, 'reset_cluster_policy_name')
+    errors.extend(policy_errors)
+    configs = _policy_configs(policy, opts)
     cms = dict((_meta(c).get('name'), c) for c in (config_maps or []) if _meta(c).get('name'))
 
     in_scope = sorted(set(gpu_names if scope is None else [s for s in scope if s in by_name]))
     mig_nodes = [n for n in in_scope if needs_mig_reset(by_name[n])] if opts['mig'] else []
     share_nodes = [n for n in in_scope if needs_sharing_reset(by_name[n])] if opts['sharing'] else []
-
-    run_sharing = bool(share_nodes) and policy is not None and bool(dp_cm)
-    if share_nodes and run_sharing and plugin.get('enabled') is False:
-        notes.append('the ClusterPolicy has devicePlugin.enabled=false (HAMi or another device plugin?): the NVIDIA '
-                     'device plugin shares nothing; only the %s labels are removed' % gn.LABEL_DP_CONFIG)
-        run_sharing = False
-    if share_nodes and run_sharing and dp_cm not in cms:
-        notes.append('the device-plugin ConfigMap %s named by the ClusterPolicy does not exist: nothing can be shared '
-                     'through it; only the %s labels are removed' % (dp_cm, gn.LABEL_DP_CONFIG))
-        run_sharing = False
-
+    run_sharing = _can_run_sharing(share_nodes, policy, configs, cms, notes)
     policy_patch = {}
-    remove_mig_config = bool(mig_cm) and mig_cm != DEFAULT_MIG_CONFIG_MAP and opts['mig']
-    remove_dp_config = bool(dp_cm or dp_default) and opts['sharing']
     if opts['cluster_policy'] and policy is not None:
-        if remove_mig_config:
-            policy_patch['migManager'] = {'config': None}
-        if remove_dp_config:
-            policy_patch['devicePlugin'] = {'config': None}
-        if policy_patch:
-            outside = [n for n in gpu_names if n not in in_scope]
-            users = []
-            for name in outside:
-                labels = _labels(by_name[name])
-                if remove_mig_config and labels.get(gn.LABEL_MIG_CONFIG, MIG_DISABLED) != MIG_DISABLED:
-                    users.append('%s (%s=%s)' % (name, gn.LABEL_MIG_CONFIG, labels[gn.LABEL_MIG_CONFIG]))
-                if remove_dp_config and (labels.get(gn.LABEL_DP_CONFIG) or is_shared(by_name[name])):
-                    users.append('%s (%s=%s)' % (name, gn.LABEL_DP_CONFIG, labels.get(gn.LABEL_DP_CONFIG, '<default>')))
-            if users:
-                errors.append('reset_cluster_policy would remove the custom configs that GPU nodes outside the reset still '
-                              'use: %s; include them (reset_nodes / reset_node_selector) or set reset_cluster_policy: '
-                              'false' % ', '.join(users))
+        policy_patch = _policy_patch(configs)
+        outside = [by_name[n] for n in gpu_names if n not in in_scope]
+        errors.extend(_outside_users_errors(outside, configs) if policy_patch else [])
     # nodes following a sharing default: the default is cleared first (their device plugin restarts unshared)
-    default_patch = {'devicePlugin': {'config': {'default': ''}}} if run_sharing and dp_default else {}
-
+    default_patch = {'devicePlugin': {'config': {'default': ''}}} if run_sharing and configs['dp_default'] else {}
     delete, kept = [], []
     if opts['cluster_policy'] and opts['config_maps'] and policy is not None:
-        for name, wanted_removed in ((mig_cm, remove_mig_config), (dp_cm, remove_dp_config and bool(dp_cm))):
-            if not wanted_removed or name not in cms:
-                continue
-            if _is_managed(cms[name]):
-                delete.append(name)
-            else:
-                kept.append(name)
-                notes.append('ConfigMap %s was not created by gpuops.gpu (no label %s=%s): left in place'
-                             % (name, MANAGED_BY_LABEL, MANAGED_BY))
-    labelled = [n for n in in_scope if gn.LABEL_DP_CONFIG in _labels(by_name[n])] if opts['sharing'] else []
+        delete, kept = _config_maps_to_delete(configs, cms, notes)
+    labelled = [n for n in in_scope if LABEL_DP_CONFIG in _labels(by_name[n])] if opts['sharing'] else []
     # after the sharing rollout a node may keep a label naming an unshared profile; it goes once the
     # ClusterPolicy no longer names a device-plugin ConfigMap (or when there is none)
-    label_cleanup = labelled if (not dp_cm or 'devicePlugin' in policy_patch or not run_sharing) else []
-    if errors:
-        return {'errors': errors, 'notes': notes, 'scope': in_scope, 'mig_nodes': [], 'sharing_nodes': [],
-                'run_sharing': False, 'label_cleanup': [], 'policy': _meta(policy).get('name'), 'policy_patch': {},
-                'default_patch': {}, 'config_maps_delete': [], 'config_maps_kept': kept}
-    return {'errors': [], 'notes': notes, 'scope': in_scope, 'mig_nodes': mig_nodes, 'sharing_nodes': share_nodes,
-            'run_sharing': run_sharing, 'label_cleanup': label_cleanup, 'policy': _meta(policy).get('name'),
-            'policy_patch': policy_patch, 'default_patch': default_patch, 'config_maps_delete': delete,
-            'config_maps_kept': kept}
+    label_cleanup = labelled if (not configs['dp_cm'] or 'devicePlugin' in policy_patch or not run_sharing) else []
+    ok = not errors  # with errors nothing may be written
+    return {'errors': errors, 'notes': notes, 'scope': in_scope, 'mig_nodes': mig_nodes if ok else [],
+            'sharing_nodes': share_nodes if ok else [], 'run_sharing': run_sharing and ok,
+            'label_cleanup': label_cleanup if ok else [], 'policy': _meta(policy).get('name'),
+            'policy_patch': policy_patch if ok else {}, 'default_patch': default_patch if ok else {},
+            'config_maps_delete': delete if ok else [], 'config_maps_kept': kept}
+
+
+def _policy_configs(policy, opts):
+    """The custom configs the ClusterPolicy names, and which of them the reset removes."""
+    spec = (policy or {}).get('spec') or {}
+    plugin = spec.get('devicePlugin') or {}
+    dp_config = plugin.get('config') or {}
+    configs = {'mig_cm': ((spec.get('migManager') or {}).get('config') or {}).get('name') or '',
+               'plugin_enabled': plugin.get('enabled'),
+               'dp_cm': dp_config.get('name') or '', 'dp_default': dp_config.get('default') or ''}
+    configs['remove_mig'] = bool(configs['mig_cm']) and configs['mig_cm'] != DEFAULT_MIG_CONFIG_MAP and opts['mig']
+    configs['remove_dp'] = bool(configs['dp_cm'] or configs['dp_default']) and opts['sharing']
+    return configs
+
+
+def _can_run_sharing(share_nodes, policy, configs, cms, notes):
+    """Whether a sharing rollout to unshared can run (else only the device-plugin labels go)."""
+    if not (share_nodes and policy is not None and configs['dp_cm']):
+        return False
+    if configs['plugin_enabled'] is False:
+        notes.append('the ClusterPolicy has devicePlugin.enabled=false (HAMi or another device plugin?): the NVIDIA '
+                     'device plugin shares nothing; only the %s labels are removed' % LABEL_DP_CONFIG)
+        return False
+    if configs['dp_cm'] not in cms:
+        notes.append('the device-plugin ConfigMap %s named by the ClusterPolicy does not exist: nothing can be shared '
+                     'through it; only the %s labels are removed' % (configs['dp_cm'], LABEL_DP_CONFIG))
+        return False
+    return True
+
+
+def _policy_patch(configs):
+    patch = {}
+    if configs['remove_mig']:
+        patch['migManager'] = {'config': None}
+    if configs['remove_dp']:
+        patch['devicePlugin'] = {'config': None}
+    return patch
+
+
+def _outside_users_errors(outside, configs):
+    """The nodes outside the reset that still use a custom config the policy patch would remove."""
+    users = []
+    for node in outside:
+        name, labels = _meta(node)['name'], _labels(node)
+        if configs['remove_mig'] and labels.get(LABEL_MIG_CONFIG, MIG_DISABLED) != MIG_DISABLED:
+            users.append('%s (%s=%s)' % (name, LABEL_MIG_CONFIG, labels[LABEL_MIG_CONFIG]))
+        if configs['remove_dp'] and (labels.get(LABEL_DP_CONFIG) or is_shared(node)):
+            users.append('%s (%s=%s)' % (name, LABEL_DP_CONFIG, labels.get(LABEL_DP_CONFIG, '<default>')))
+    if not users:
+        return []
+    return ['reset_cluster_policy would remove the custom configs that GPU nodes outside the reset still use: %s; '
+            'include them (reset_nodes / reset_node_selector) or set reset_cluster_policy: false' % ', '.join(users)]
+
+
+def _config_maps_to_delete(configs, cms, notes):
+    """(delete, kept): the removed custom ConfigMaps that gpuops.gpu created, and the others."""
+    delete, kept = [], []
+    for name, removed in ((configs['mig_cm'], configs['remove_mig']),
+                          (configs['dp_cm'], configs['remove_dp'] and bool(configs['dp_cm']))):
+        if not removed or name not in cms:
+            continue
+        if is_managed(_labels(cms[name])):
+            delete.append(name)
+        else:
+            kept.append(name)
+            notes.append('ConfigMap %s was not created by gpuops.gpu (no label %s=%s): left in place'
+                         % (name, LABEL_MANAGED_BY, MANAGED_BY))
+    return delete, kept
 
 
 def reset_pending(nodes, plan):
@@ -180,13 +194,13 @@ def reset_pending(nodes, plan):
             continue
         labels = _labels(node)
         if name in mig and needs_mig_reset(node):
-            pending.append('%s: %s=%s, state %s' % (name, gn.LABEL_MIG_CONFIG, labels.get(gn.LABEL_MIG_CONFIG),
-                                                    labels.get(gn.LABEL_MIG_STATE)))
+            pending.append('%s: %s=%s, state %s' % (name, LABEL_MIG_CONFIG, labels.get(LABEL_MIG_CONFIG),
+                                                    labels.get(LABEL_MIG_STATE)))
         if name in sharing and is_shared(node):
-            pending.append('%s: shared (%s=%s, %s=%s)' % (name, gn.LABEL_REPLICAS, labels.get(gn.LABEL_REPLICAS),
-                                                          gn.LABEL_SHARING, labels.get(gn.LABEL_SHARING)))
-        if name in cleanup and gn.LABEL_DP_CONFIG in labels:
-            pending.append('%s: still labelled %s' % (name, gn.LABEL_DP_CONFIG))
-        if (_meta(node).get('annotations') or {}).get('gpuops.gpu/cordoned-by-rollout') == 'true':
+            pending.append('%s: shared (%s=%s, %s=%s)' % (name, LABEL_REPLICAS, labels.get(LABEL_REPLICAS),
+                                                          LABEL_SHARING, labels.get(LABEL_SHARING)))
+        if name in cleanup and LABEL_DP_CONFIG in labels:
+            pending.append('%s: still labelled %s' % (name, LABEL_DP_CONFIG))
+        if (_meta(node).get('annotations') or {}).get(ANN_CORDONED_BY_ROLLOUT) == 'true':
             pending.append('%s: still cordoned by a gpuops.gpu rollout' % name)
     return pending

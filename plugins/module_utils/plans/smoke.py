@@ -11,6 +11,8 @@ no schedulable capacity (0 allocatable, nodes cordoned or not Ready, every unit 
 the result with the reason: it is reported, never hidden.
 
 The input ``nodes`` is the ``nodes`` list of ``gpuops.gpu.gpu_nodes_info``.
+
+:func:`input_errors` checks the settings of the gpuops.gpu.smoke_test role before it writes anything.
 """
 
 from __future__ import (absolute_import, division, print_function)
@@ -20,14 +22,16 @@ import copy
 import hashlib
 import re
 
+from ansible_collections.gpuops.gpu.plugins.module_utils.common import image_ref
+from ansible_collections.gpuops.gpu.plugins.module_utils.common.checks import as_number, is_dns_label
+from ansible_collections.gpuops.gpu.plugins.module_utils.common.names import (
+    GPU_RESOURCE, LABEL_MANAGED_BY, LABEL_PRODUCT, MANAGED_BY, MIG_RESOURCE_PREFIX, SHARED_RESOURCE)
 from ansible_collections.gpuops.gpu.plugins.module_utils.gpu.fleet import short_resource
 
-LABEL_PRODUCT = 'nvidia.com/gpu.product'
 GROUP_BY = ('product', 'resource', 'node')
 RUN_LABEL = 'gpuops.gpu/smoke-test'
 NAME_LABEL = 'app.kubernetes.io/name'
 APP_NAME = 'gpuops-smoke-test'
-MANAGED_BY_LABEL = 'app.kubernetes.io/managed-by'
 ANN_RESOURCE = 'gpuops.gpu/resource'
 ANN_PRODUCT = 'gpuops.gpu/product'
 ANN_NODE = 'gpuops.gpu/node'
@@ -170,7 +174,7 @@ def job_manifest(case, namespace, image, run_id, command=None, args=None, tolera
                  image_pull_secrets=None, image_pull_policy='IfNotPresent', security_context=None,
                  node_selector=None, active_deadline_seconds=300, ttl_seconds_after_finished=600):
     """The Job that requests one unit of the case's resource."""
-    labels = {NAME_LABEL: APP_NAME, MANAGED_BY_LABEL: 'gpuops.gpu', RUN_LABEL: run_id}
+    labels = {NAME_LABEL: APP_NAME, LABEL_MANAGED_BY: MANAGED_BY, RUN_LABEL: run_id}
     annotations = {ANN_RESOURCE: case['resource']}
     if case.get('product'):
         annotations[ANN_PRODUCT] = case['product']
@@ -317,3 +321,46 @@ def table(cases):
     lines.append('')
     lines.append('%d cases: %s' % (len(cases), ', '.join('%s %d' % (k, counts[k]) for k in sorted(counts)) or 'none'))
     return '\n'.join(lines)
+
+
+# --- the role's settings --------------------------------------------------------------------
+
+def is_gpu_resource(name):
+    """``nvidia.com/gpu``, ``nvidia.com/gpu.shared`` or ``nvidia.com/mig-<profile>``."""
+    return name in (GPU_RESOURCE, SHARED_RESOURCE) or (
+        isinstance(name, str) and name.startswith(MIG_RESOURCE_PREFIX) and len(name) > len(MIG_RESOURCE_PREFIX))
+
+
+def input_errors(settings):
+    """Every problem with the smoke_test role's settings ([] when none): ``settings`` are its variables
+    without the ``smoke_test_`` prefix (image, namespace, timeout, stuck_timeout, poll_interval,
+    resources, exclude_resources). The image is parsed as an image reference (``image_ref``)."""
+    errors = []
+    image = settings.get('image')
+    if not isinstance(image, str) or not image.strip():
+        errors.append('smoke_test_image must not be empty (set it to the workload image, or its mirror)')
+    else:
+        try:
+            image_ref.parse_image(image)
+        except image_ref.ImageRefError as exc:
+            errors.append('smoke_test_image %s is not an image reference: %s' % (image, exc))
+    namespace = settings.get('namespace')
+    if not is_dns_label(namespace):
+        errors.append('smoke_test_namespace %s is not a valid namespace name (lowercase letters, digits and -, '
+                      'at most 63)' % namespace)
+    for key in ('timeout', 'stuck_timeout'):
+        value = as_number(settings.get(key), int)
+        if value is None or value < 1:
+            errors.append('smoke_test_%s must be at least 1 second' % key)
+    interval = as_number(settings.get('poll_interval'), float)
+    if interval is None or interval <= 0:
+        errors.append('smoke_test_poll_interval must be greater than 0')
+    resources = list(settings.get('resources') or [])
+    both = [r for r in resources if r in (settings.get('exclude_resources') or [])]
+    if both:
+        errors.append('smoke_test_resources and smoke_test_exclude_resources both name %s' % ', '.join(both))
+    not_gpu = [str(r) for r in resources if not is_gpu_resource(r)]
+    if not_gpu:
+        errors.append('smoke_test_resources: %s is not an NVIDIA GPU resource (nvidia.com/gpu, nvidia.com/gpu.shared, '
+                      'nvidia.com/mig-<profile>)' % ', '.join(not_gpu))
+    return errors

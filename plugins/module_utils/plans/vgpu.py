@@ -5,7 +5,7 @@
 """NVIDIA vGPU guest-driver licensing for the GPU operator. Pure, no I/O, no secrets.
 
 Facts (gpu-operator v25.10 ``controllers/object_controls.go`` ``applyLicensingConfig``,
-``internal/consts``; ``api/nvidia/v1/clusterpolicy_types.go``; nvidia-facts.md §3):
+``internal/consts``; ``api/nvidia/v1/clusterpolicy_types.go``; docs/facts.md#vgpu-licensing):
 - ``driver.licensingConfig{secretName, nlsEnabled}``; ``configMapName`` is DEPRECATED ("in
   favour of SecretName"); a Secret takes precedence over a ConfigMap.
 - The Secret keys are exactly ``gridd.conf`` (always mounted at ``/drivers/gridd.conf``) and
@@ -25,15 +25,16 @@ __metaclass__ = type
 import re
 
 from ansible_collections.gpuops.gpu.plugins.module_utils.common import image_ref
-from ansible_collections.gpuops.gpu.plugins.module_utils.gpu.tolerations import (
-    is_dns_subdomain, suggest, type_name)
+from ansible_collections.gpuops.gpu.plugins.module_utils.plans.cluster_policy import select_policy
+from ansible_collections.gpuops.gpu.plugins.module_utils.common.checks import (
+    is_dns_subdomain, suggest, type_name, unknown_key_error)
 
 GRIDD_KEY = 'gridd.conf'
 TOKEN_KEY = 'client_configuration_token.tok'
 FEATURE_TYPES = {0: 'unlicensed', 1: 'NVIDIA vGPU', 2: 'NVIDIA RTX Virtual Workstation',
                  4: 'NVIDIA Virtual Compute Server'}
 # Settings documented in the NVIDIA vGPU client licensing guide; other keys are accepted unless
-# they look like a typo of one of these.
+# they look like a typo of one of these (then they get the usual unknown-key message).
 GRIDD_KEYS = ('FeatureType', 'ServerAddress', 'ServerPort', 'BackupServerAddress', 'BackupServerPort',
               'EnableUI', 'LicenseInterval', 'ClientConfigTokenPath', 'ProxyServerAddress',
               'ProxyServerPort', 'ProxyUserName', 'ProxyCredentialsFilePath')
@@ -61,11 +62,9 @@ def gridd_settings_errors(settings):
         if not _GRIDD_KEY_RE.match(key):
             errors.append("vgpu_gridd_settings key '%s' is not a gridd.conf setting name" % key)
             continue
-        if key not in GRIDD_KEYS:
-            hint = suggest(key, GRIDD_KEYS)
-            if hint:
-                errors.append("vgpu_gridd_settings: unknown key '%s'; did you mean '%s'?" % (key, hint))
-                continue
+        if key not in GRIDD_KEYS and suggest(key, GRIDD_KEYS):
+            errors.append(unknown_key_error(key, GRIDD_KEYS, 'vgpu_gridd_settings'))
+            continue
         if value is None or isinstance(value, (dict, list, tuple)):
             errors.append('vgpu_gridd_settings.%s must be a string, number or boolean, got %s'
                           % (key, type_name(value)))
@@ -157,54 +156,19 @@ def vgpu_plan(config, cluster=None):
     cluster = dict(cluster or {})
     plan = {'errors': [], 'warnings': [], 'gridd_conf': None, 'cluster_policy_name': None,
             'cluster_policy_patch': {}, 'registry_server': None}
-    errors, warnings = plan['errors'], plan['warnings']
+    errors = plan['errors']
     nls = config.get('nls_enabled', True)
-    if not isinstance(nls, bool):
-        errors.append('vgpu_nls_enabled must be true or false, got %s' % type_name(nls))
-    for key in ('secret_name', 'pull_secret_name', 'operator_namespace'):
-        value = config.get(key)
-        if value and not is_dns_subdomain(value):
-            errors.append("vgpu_%s '%s' must be a lowercase DNS name" % (key, value))
-    if not config.get('secret_name'):
-        errors.append('vgpu_licensing_secret_name must not be empty')
-
-    verbatim = config.get('gridd_conf')
-    settings = config.get('gridd_settings') or {}
-    if isinstance(settings, dict) and config.get('feature_type') is not None and not verbatim:
-        settings = dict({'FeatureType': config['feature_type']}, **settings)
-    if verbatim and settings:
-        errors.append('set vgpu_gridd_conf (the file verbatim) or vgpu_gridd_settings (rendered), not both')
-    elif verbatim:
-        errors.extend(gridd_text_errors(verbatim))
-        plan['gridd_conf'] = verbatim if verbatim.endswith('\n') else verbatim + '\n'
-        settings = gridd_settings_from_text(verbatim)
-    else:
-        errors.extend(gridd_settings_errors(settings))
-        plan['gridd_conf'] = render_gridd_conf(settings)
+    errors.extend(_name_errors(config, nls))
+    plan['gridd_conf'], settings, gridd_errors = _gridd_conf(config)
+    errors.extend(gridd_errors)
     if nls is False and not (settings or {}).get('ServerAddress'):
         errors.append('vgpu_nls_enabled is false (legacy license server) but gridd.conf has no ServerAddress; '
                       'set vgpu_gridd_settings.ServerAddress or enable NLS')
-
-    token_path = config.get('token_file') or ''
-    token = cluster.get('token') or {}
     if nls is not False:
-        if not token_path:
-            errors.append('vgpu_token_file is required with NLS: the path, on the Ansible controller, of the '
-                          'client_configuration_token.tok downloaded from the NVIDIA Licensing Portal')
-        elif not token.get('exists'):
-            errors.append('vgpu_token_file %s does not exist on the Ansible controller; download the client '
-                          'configuration token from the NVIDIA Licensing Portal and set vgpu_token_file to its '
-                          'path' % token_path)
-        elif not token.get('isreg'):
-            errors.append('vgpu_token_file %s is not a regular file' % token_path)
-        elif not token.get('size'):
-            errors.append('vgpu_token_file %s is empty; download the client configuration token again'
-                          % token_path)
-
+        errors.extend(_token_errors(config.get('token_file') or '', cluster.get('token') or {}))
     repository = config.get('driver_repository') or ''
-    image = config.get('driver_image') or 'driver'
-    version = config.get('driver_version') or ''
-    errors.extend(driver_image_errors(repository, image, version))
+    errors.extend(driver_image_errors(repository, config.get('driver_image') or 'driver',
+                                      config.get('driver_version') or ''))
     server = config.get('registry_server') or (image_ref.registry_of(repository) if repository else '')
     if config.get('registry_credentials'):
         if not server:
@@ -213,41 +177,87 @@ def vgpu_plan(config, cluster=None):
         else:
             errors.extend(image_ref.repository_errors(server, 'vgpu_registry_server'))
     plan['registry_server'] = server or None
-
     if cluster.get('namespace_exists') is False:
         errors.append('namespace %s does not exist: install the GPU operator first or set '
                       'vgpu_operator_namespace' % config.get('operator_namespace'))
-    policies = cluster.get('cluster_policies') or []
-    if len(policies) != 1:
-        errors.append('exactly one ClusterPolicy is needed (found %d); install the GPU operator first or set '
-                      'vgpu_cluster_policy_name' % len(policies))
-    if errors:
-        return plan
-    policy = policies[0]
-    plan['cluster_policy_name'] = policy['metadata']['name']
+    policy, _matching, policy_errors = select_policy(cluster.get('cluster_policies'),
+                                                     config.get('cluster_policy_name') or '', True,
+                                                     'vgpu_cluster_policy_name')
+    errors.extend(policy_errors)
+    if not errors:
+        _plan_policy(plan, config, policy, nls)
+    return plan
+
+
+def _name_errors(config, nls):
+    errors = []
+    if not isinstance(nls, bool):
+        errors.append('vgpu_nls_enabled must be true or false, got %s' % type_name(nls))
+    for key in ('secret_name', 'pull_secret_name', 'operator_namespace'):
+        value = config.get(key)
+        if value and not is_dns_subdomain(value):
+            errors.append("vgpu_%s '%s' must be a lowercase DNS name" % (key, value))
+    if not config.get('secret_name'):
+        errors.append('vgpu_licensing_secret_name must not be empty')
+    return errors
+
+
+def _gridd_conf(config):
+    """(gridd.conf text, its settings, errors): the verbatim file, or the rendered settings."""
+    verbatim = config.get('gridd_conf')
+    settings = config.get('gridd_settings') or {}
+    if isinstance(settings, dict) and config.get('feature_type') is not None and not verbatim:
+        settings = dict({'FeatureType': config['feature_type']}, **settings)
+    if verbatim and settings:
+        return None, settings, ['set vgpu_gridd_conf (the file verbatim) or vgpu_gridd_settings (rendered), not both']
+    if verbatim:
+        text = verbatim if verbatim.endswith('\n') else verbatim + '\n'
+        return text, gridd_settings_from_text(verbatim), gridd_text_errors(verbatim)
+    return render_gridd_conf(settings), settings, gridd_settings_errors(settings)
+
+
+def _token_errors(token_path, token):
+    """Problems with the NLS client configuration token (``token``: the stat of ``token_path``)."""
+    if not token_path:
+        return ['vgpu_token_file is required with NLS: the path, on the Ansible controller, of the '
+                'client_configuration_token.tok downloaded from the NVIDIA Licensing Portal']
+    if not token.get('exists'):
+        return ['vgpu_token_file %s does not exist on the Ansible controller; download the client '
+                'configuration token from the NVIDIA Licensing Portal and set vgpu_token_file to its '
+                'path' % token_path]
+    if not token.get('isreg'):
+        return ['vgpu_token_file %s is not a regular file' % token_path]
+    if not token.get('size'):
+        return ['vgpu_token_file %s is empty; download the client configuration token again' % token_path]
+    return []
+
+
+def _plan_policy(plan, config, policy, nls):
+    """The ClusterPolicy ``driver`` patch (or why the operator-managed driver cannot be licensed)."""
+    name = plan['cluster_policy_name'] = policy['metadata']['name']
     driver = (policy.get('spec') or {}).get('driver') or {}
     if driver.get('enabled') is False:
-        errors.append('ClusterPolicy %s has driver.enabled: false, so the operator does not run the driver '
-                      'and ignores licensingConfig; enable the operator-managed driver (vGPU guest driver '
-                      'image) or license the preinstalled driver on the hosts' % plan['cluster_policy_name'])
-        return plan
+        plan['errors'].append('ClusterPolicy %s has driver.enabled: false, so the operator does not run the driver '
+                              'and ignores licensingConfig; enable the operator-managed driver (vGPU guest driver '
+                              'image) or license the preinstalled driver on the hosts' % name)
+        return
     if driver.get('useNvidiaDriverCRD'):
-        warnings.append('ClusterPolicy %s has driver.useNvidiaDriverCRD: true; licensing and the driver image '
-                        'are then set per NVIDIADriver object, not in the ClusterPolicy'
-                        % plan['cluster_policy_name'])
+        plan['warnings'].append('ClusterPolicy %s has driver.useNvidiaDriverCRD: true; licensing and the driver '
+                                'image are then set per NVIDIADriver object, not in the ClusterPolicy' % name)
     patch = {'licensingConfig': {'secretName': config['secret_name'], 'nlsEnabled': nls}}
     current_licensing = driver.get('licensingConfig') or {}
     if current_licensing.get('configMapName'):
         patch['licensingConfig']['configMapName'] = ''
-        warnings.append('driver.licensingConfig.configMapName %s (deprecated) is cleared in favour of the '
-                        'Secret; delete that ConfigMap, it may still hold the licensing token'
-                        % current_licensing['configMapName'])
+        plan['warnings'].append('driver.licensingConfig.configMapName %s (deprecated) is cleared in favour of the '
+                                'Secret; delete that ConfigMap, it may still hold the licensing token'
+                                % current_licensing['configMapName'])
+    repository = config.get('driver_repository') or ''
     if repository:
-        patch.update({'repository': repository.rstrip('/'), 'image': image, 'version': version})
+        patch.update({'repository': repository.rstrip('/'), 'image': config.get('driver_image') or 'driver',
+                      'version': config.get('driver_version') or ''})
     pull_secret = config.get('pull_secret_name') if config.get('registry_credentials') else None
     if pull_secret:
         current = list(driver.get('imagePullSecrets') or [])
         if pull_secret not in current:
             patch['imagePullSecrets'] = current + [pull_secret]
     plan['cluster_policy_patch'] = {'driver': patch}
-    return plan

@@ -9,13 +9,15 @@ __metaclass__ = type
 
 import re
 
+from ansible_collections.gpuops.gpu.plugins.module_utils.common.checks import type_name
+
 ORDERS = ('name', 'given')
 _PERCENT_RE = re.compile(r'^\s*(\d+)\s*%\s*$')
 _COUNT_RE = re.compile(r'^\s*(\d+)\s*$')
 
 
 def _describe(value):
-    return '%r (%s)' % (value, type(value).__name__)
+    return '%r (%s)' % (value, type_name(value))
 
 
 def parse_max_unavailable(value, total):

@@ -3,20 +3,20 @@
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """What a MIG rollout wants from one node, decided from the node dict alone (pure, no I/O).
 
-The node_rollout engine asks a *target kind* four questions: is the node already there, which
+The rollout engine (rollout/engine.py) asks a *target kind* four questions: is the node already there, which
 label patch moves it, how far it has got, and what allocatable to expect at the end. This is the
-MIG answer (labels from nvidia-facts.md §2.3); sharing has its own.
+MIG answer (labels and states: docs/facts.md#mig-manager); sharing has its own.
 """
 
 from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
 
+from ansible_collections.gpuops.gpu.plugins.module_utils.common.names import ANN_PHYSICAL_GPUS
 from ansible_collections.gpuops.gpu.plugins.module_utils.gpu import node as gn
-from ansible_collections.gpuops.gpu.plugins.module_utils.gpu.catalog import get_product
-from ansible_collections.gpuops.gpu.plugins.module_utils.gpu.geometry import (
-    MigGeometryError, config_capacity)
+from ansible_collections.gpuops.gpu.plugins.module_utils.gpu.products import get_product
+from ansible_collections.gpuops.gpu.plugins.module_utils.gpu.geometry import MigGeometryError
+from ansible_collections.gpuops.gpu.plugins.module_utils.gpu.mig_configs import config_capacity
 
-ANN_PHYSICAL_GPUS = 'gpuops.gpu/physical-gpus'
 STATE_SUCCESS = 'success'
 STATE_FAILED = 'failed'
 STATE_PENDING = 'pending'

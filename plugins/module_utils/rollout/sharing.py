@@ -3,8 +3,8 @@
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Cluster side of a GPU sharing rollout: read what the device plugin's config-manager will read
 (ClusterPolicy ``devicePlugin.config`` and ``mig.strategy``, the device-plugin ConfigMap), validate
-every assignment against it BEFORE any write, then hand the work to the node_rollout engine with
-the sharing kind (sharing_target.SharingKind)."""
+every assignment against it BEFORE any write, then hand the work to the rollout engine with
+the sharing kind (rollout/sharing_kind.py)."""
 
 from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
@@ -12,12 +12,14 @@ __metaclass__ = type
 import time
 
 from ansible_collections.gpuops.gpu.plugins.module_utils.gpu import node as gn
-from ansible_collections.gpuops.gpu.plugins.module_utils.rollout.mig import InputError, read_cluster_policy
+from ansible_collections.gpuops.gpu.plugins.module_utils.gpu.sharing import sharing_strategy
+from ansible_collections.gpuops.gpu.plugins.module_utils.gpu.sharing_checks import profile_errors
+from ansible_collections.gpuops.gpu.plugins.module_utils.gpu.sharing_render import render_profiles
+from ansible_collections.gpuops.gpu.plugins.module_utils.k8s.errors import InputError, RolloutFailed
+from ansible_collections.gpuops.gpu.plugins.module_utils.k8s.waiter import Waiter
+from ansible_collections.gpuops.gpu.plugins.module_utils.ops.cluster_policy import read_cluster_policy
 from ansible_collections.gpuops.gpu.plugins.module_utils.rollout.engine import (
-    ANN_TARGET, NodeRollout, RolloutFailed, resolve_assignments)
-from ansible_collections.gpuops.gpu.plugins.module_utils.rollout.batches import parse_max_unavailable
-from ansible_collections.gpuops.gpu.plugins.module_utils.gpu.sharing import (
-    profile_errors, render_profiles, sharing_strategy)
+    ANN_TARGET, NodeRollout, check_inputs, finish_result, resolve_assignments)
 from ansible_collections.gpuops.gpu.plugins.module_utils.rollout.sharing_kind import (
     DEFAULT, RESERVED, RESTART_SELECTOR, SharingKind, normalise_value)
 
@@ -25,22 +27,15 @@ try:
     import yaml
 except ImportError:  # pragma: no cover - AnsibleK8SModule reports missing PyYAML
     yaml = None
-try:
-    from kubernetes.client.rest import ApiException
-except ImportError:  # pragma: no cover - AnsibleK8SModule reports missing kubernetes
-    ApiException = Exception
 
 
-def read_profiles(rollout, config_map, namespace):
+def read_profiles(conn, config_map, namespace):
     """{key: text} of the device-plugin ConfigMap."""
-    try:
-        cm = rollout._call(rollout.conn.core.read_namespaced_config_map, config_map, namespace)
-    except ApiException as exc:
-        if exc.status == 404:
-            raise InputError("device-plugin ConfigMap %s/%s not found (ClusterPolicy devicePlugin.config.name names "
-                             "it; without it the device plugin cannot start); create it first (the gpuops.gpu.sharing "
-                             "role does) or pass profiles" % (namespace, config_map))
-        raise
+    cm = conn.call_or_none(conn.core.read_namespaced_config_map, config_map, namespace)
+    if cm is None:
+        raise InputError("device-plugin ConfigMap %s/%s not found (ClusterPolicy devicePlugin.config.name names "
+                         "it; without it the device plugin cannot start); create it first (the gpuops.gpu.sharing "
+                         "role does) or pass profiles" % (namespace, config_map))
     return dict(cm.get('data') or {})
 
 
@@ -89,23 +84,21 @@ def pick_unshared(kind, wanted):
 def wait_for_strategy(rollout, kind, nodes, assignments, params):
     """Right after the ClusterPolicy's mig.strategy changed, GFD still reports the old one for a few
     seconds: re-read the nodes until the assigned ones caught up (or state_timeout)."""
-    deadline = time.monotonic() + params['state_timeout']
-    while any(n in nodes and kind.strategy_lags(nodes[n]) for n in assignments) and time.monotonic() < deadline:
-        time.sleep(params['poll_interval'])
-        nodes = dict((n['metadata']['name'], n) for n in rollout.list_nodes())
-    return nodes
+    latest = {'nodes': nodes, 'read': False}
+
+    def caught_up():
+        if latest['read']:
+            latest['nodes'] = dict((n['metadata']['name'], n) for n in rollout.list_nodes())
+        latest['read'] = True
+        current = latest['nodes']
+        return None if any(n in current and kind.strategy_lags(current[n]) for n in assignments) else current
+    return Waiter(params['poll_interval']).until(caught_up, params['state_timeout'], lambda: latest['nodes'])
 
 
-def run(conn, params, check_mode, log=None):
-    """Validate everything, then roll out. Returns the result dict; raises InputError (nothing
-    written) or RolloutFailed (with a partial result)."""
-    started = time.monotonic()
-    opts = dict(params)
-    opts['check_mode'] = check_mode
-    rollout = NodeRollout(conn, None, opts, log=log)
-    namespace = params['operator_namespace']
-
-    policy = read_cluster_policy(rollout, params.get('cluster_policy'))
+def _policy_settings(conn, params):
+    """(mig strategy, device-plugin ConfigMap name, default profile key) from the ClusterPolicy and
+    the module's overrides; InputError when the device plugin cannot share anything."""
+    policy = read_cluster_policy(conn, params.get('cluster_policy'))
     if policy is None:
         raise InputError('no ClusterPolicy found: GPU sharing is configured through the GPU operator\'s device '
                          'plugin; install the operator first (or name the ClusterPolicy with cluster_policy)')
@@ -123,78 +116,100 @@ def run(conn, params, check_mode, log=None):
     if default_key in RESERVED:
         raise InputError("default profile '%s' is a reserved word (none = unshared, default = follow the "
                          "default); name the profile differently" % default_key)
+    return strategy, config_map, default_key
 
-    if params.get('profiles') is not None:
-        errors = profile_errors(params['profiles'], strategy) if params['profiles'] else []
-        errors += ["profile name '%s' is reserved (none = unshared, default = follow the default profile)" % name
-                   for name in params['profiles'] if name in RESERVED]
-        if not config_map:
-            errors.append('profiles are given but no config_map (and the ClusterPolicy has no devicePlugin.config.name)')
-        if errors:
-            raise InputError('nothing was changed; fix these first: ' + ' | '.join(errors))
-        texts = render_profiles(params['profiles'], strategy) if params['profiles'] else {}
-    elif config_map:
-        texts = read_profiles(rollout, config_map, namespace)
-    else:
-        texts = {}
-    configs = parse_texts(texts)
-    kind = SharingKind(texts, configs, default_key, strategy, namespace, configured=bool(config_map),
+
+def _profile_texts(conn, params, strategy, config_map):
+    """{profile key: YAML text}: the given ``profiles`` rendered, else the device-plugin ConfigMap."""
+    profiles = params.get('profiles')
+    if profiles is None:
+        return read_profiles(conn, config_map, params['operator_namespace']) if config_map else {}
+    errors = profile_errors(profiles, strategy) if profiles else []
+    errors += ["profile name '%s' is reserved (none = unshared, default = follow the default profile)" % name
+               for name in profiles if name in RESERVED]
+    if not config_map:
+        errors.append('profiles are given but no config_map (and the ClusterPolicy has no devicePlugin.config.name)')
+    if errors:
+        raise InputError('nothing was changed; fix these first: ' + ' | '.join(errors))
+    return render_profiles(profiles, strategy) if profiles else {}
+
+
+def _kind(conn, params, check_mode):
+    """(SharingKind, ConfigMap name or '') for this run."""
+    strategy, config_map, default_key = _policy_settings(conn, params)
+    texts = _profile_texts(conn, params, strategy, config_map)
+    kind = SharingKind(texts, parse_texts(texts), default_key, strategy, params['operator_namespace'],
+                       configured=bool(config_map),
                        restart_selector=params.get('restart_pod_selector') or RESTART_SELECTOR,
                        overrides=params.get('mig_catalog_overrides'))
     kind.unshared_key = pick_unshared(kind, params.get('unshared_profile'))
-    rollout.kind = kind
-
     kind.strict_strategy = not check_mode
-    nodes = dict((n['metadata']['name'], n) for n in rollout.list_nodes())
-    assignments, errors = resolve(params['assignments'], nodes)
-    if not check_mode:
-        nodes = wait_for_strategy(rollout, kind, nodes, assignments, params)
+    return kind, config_map
+
+
+def _skip_unlabelled(kind, nodes, assignments):
+    """Drop ``default`` assignments of nodes GFD has not labelled yet (they follow the default anyway)."""
     for name in sorted(n for n, value in assignments.items() if value == DEFAULT and not kind.product(nodes[n])):
-        # not labelled by GFD yet (a new node): with no label it follows the default anyway
         kind.warnings.append('node %s has no GPU feature discovery labels yet; it follows the default profile '
                              'once its device plugin starts, and is verified on the next run' % name)
         del assignments[name]
-    if config_map and default_key and default_key not in configs:
+
+
+def _errors(kind, nodes, assignments, config_map):
+    """Why the assignments cannot be applied, including nodes left by a killed run or labelled
+    with a profile the ConfigMap no longer has."""
+    errors = []
+    if config_map and kind.default_key and kind.default_key not in kind.configs:
         errors.append("the default profile '%s' is not a key of the device-plugin ConfigMap %s (profiles: %s): every "
                       "GPU node without a %s label would fail"
-                      % (default_key, config_map, ', '.join(sorted(configs)) or 'none', kind.label))
+                      % (kind.default_key, config_map, ', '.join(sorted(kind.configs)) or 'none', kind.label))
     for name in sorted(assignments):
         errors.extend(kind.validate(nodes[name], assignments[name]))
-    for name in sorted(nodes):
-        if name in assignments:
-            continue
+    for name in sorted(set(nodes) - set(assignments)):
         ann = (nodes[name]['metadata'].get('annotations') or {}).get(ANN_TARGET, '')
         if ann.startswith(kind.label + '='):  # left by a killed run: it is resumed, so check it too
             errors.extend(kind.validate(nodes[name], ann.split('=', 1)[1]))
             continue
         current = (nodes[name]['metadata'].get('labels') or {}).get(kind.label)
-        if current and config_map and current not in configs:
+        if current and config_map and current not in kind.configs:
             errors.append("node %s is labelled %s=%s, which is not a key of the device-plugin ConfigMap: its device "
                           "plugin fails at the next restart; assign it a profile (or none/default)"
                           % (name, kind.label, current))
-    try:
-        parse_max_unavailable(params['max_unavailable'], max(len(assignments), 1))
-    except ValueError as exc:
-        errors.append(str(exc))
-    if errors:
-        raise InputError('nothing was changed; fix these first: ' + ' | '.join(errors))
+    return errors
 
+
+def _diff(kind, nodes, assignments):
     todo = [n for n in sorted(assignments) if not kind.at_target(nodes[n], assignments[n])]
-    result = rollout.run(assignments, nodes)
-    result['diff'] = {
+    return {
         'before': dict((n, {kind.label: kind.labels(nodes[n]).get(kind.label),
                             'allocatable': gn.gpu_resources((nodes[n].get('status') or {}).get('allocatable'))})
                        for n in todo),
         'after': dict((n, {kind.label: kind.desired_label(nodes[n], assignments[n]),
                            'allocatable': kind.expected_allocatable(nodes[n], assignments[n])}) for n in todo),
     }
-    result.update({
-        'mig_strategy': strategy, 'config_map': config_map or None, 'default_profile': default_key or None,
-        'unshared_profile': kind.unshared_key, 'assignments': assignments,
-        'profiles': dict((k, sharing_strategy(c) if isinstance(c, dict) else 'invalid') for k, c in configs.items()),
-        'api_requests': rollout.requests, 'duration_s': round(time.monotonic() - started, 2),
-        'warnings': rollout.warnings + kind.warnings})
-    return result
+
+
+def run(conn, params, check_mode, log=None):
+    """Validate everything, then roll out. Returns the result dict; raises InputError (nothing
+    written) or RolloutFailed (with a partial result)."""
+    started = time.monotonic()
+    kind, config_map = _kind(conn, params, check_mode)
+    rollout = NodeRollout(conn, kind, dict(params, check_mode=check_mode), log=log)
+    nodes = dict((n['metadata']['name'], n) for n in rollout.list_nodes())
+    assignments, errors = resolve(params['assignments'], nodes)
+    if not check_mode:
+        nodes = wait_for_strategy(rollout, kind, nodes, assignments, params)
+    _skip_unlabelled(kind, nodes, assignments)
+    check_inputs(errors + _errors(kind, nodes, assignments, config_map), params, len(assignments))
+
+    diff = _diff(kind, nodes, assignments)
+    result = rollout.run(assignments, nodes)
+    result['diff'] = diff
+    return finish_result(
+        result, conn, started, rollout.warnings + kind.warnings, mig_strategy=kind.mig_strategy,
+        config_map=config_map or None, default_profile=kind.default_key or None, unshared_profile=kind.unshared_key,
+        assignments=assignments,
+        profiles=dict((k, sharing_strategy(c) if isinstance(c, dict) else 'invalid') for k, c in kind.configs.items()))
 
 
 __all__ = ['run', 'InputError', 'RolloutFailed']

@@ -3,7 +3,7 @@
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """What a GPU sharing rollout wants from one node, decided from the node dict alone (pure, no I/O).
 
-The sharing *kind* for node_rollout.NodeRollout (see mig_target.MigKind for the MIG one). A node
+The sharing *kind* for engine.NodeRollout (see mig_kind.MigKind for the MIG one). A node
 runs the device-plugin config picked by its ``nvidia.com/device-plugin.config`` label from the
 ConfigMap named by ClusterPolicy ``devicePlugin.config.name``. With no label the config-manager
 sidecar falls back to ``devicePlugin.config.default``, and with no default to NO config file
@@ -31,7 +31,9 @@ import hashlib
 
 from ansible_collections.gpuops.gpu.plugins.module_utils.gpu import node as gn
 from ansible_collections.gpuops.gpu.plugins.module_utils.gpu import sharing as sc
-from ansible_collections.gpuops.gpu.plugins.module_utils.gpu.catalog import get_product
+from ansible_collections.gpuops.gpu.plugins.module_utils.gpu.sharing_checks import sharing_config_errors
+from ansible_collections.gpuops.gpu.plugins.module_utils.gpu.sharing_render import expected_labels, sharing_capacity
+from ansible_collections.gpuops.gpu.plugins.module_utils.gpu.products import get_product
 
 NONE = 'none'
 DEFAULT = 'default'
@@ -238,7 +240,7 @@ class SharingKind(object):
         where = "node %s (%s, MIG strategy %s), profile '%s'" % (
             name, self.product(node), self.mig_strategy, key or '<none>')
         errors.extend('%s: %s' % (where, e)
-                      for e in sc.sharing_config_errors(config, self.mig_strategy, self.compute_capability(node)))
+                      for e in sharing_config_errors(config, self.mig_strategy, self.compute_capability(node)))
         if sc.sharing_strategy(config) == 'mps' and self.mig_enabled(node):
             errors.append('%s: MPS cannot share a node with MIG enabled (the device plugin fails with "sharing using '
                           'MPS is not supported for MIG devices"); disable MIG on it or use time-slicing' % where)
@@ -285,7 +287,7 @@ class SharingKind(object):
         resources = ([gn.GPU_RESOURCE] if gpus else []) + sorted(mig)
         for resource in resources:
             count = gpus if resource == gn.GPU_RESOURCE else mig[resource]
-            labels = sc.expected_labels(config, product, count, resource=resource, mig_strategy=self.mig_strategy)
+            labels = expected_labels(config, product, count, resource=resource, mig_strategy=self.mig_strategy)
             for suffix in ('.replicas', '.sharing-strategy'):
                 out[resource + suffix] = labels[resource + suffix]
         return out
@@ -305,8 +307,8 @@ class SharingKind(object):
     def expected_allocatable(self, node, value):
         config = self.config(self.target_key(node, value)) or {}
         gpus, mig = self.physical(node)
-        return sc.sharing_capacity(config, gpus=gpus, strategy=self.mig_strategy,
-                                   mig_resources=mig if self.mig_strategy == 'mixed' else None)
+        return sharing_capacity(config, gpus=gpus, strategy=self.mig_strategy,
+                                mig_resources=mig if self.mig_strategy == 'mixed' else None)
 
     def at_target(self, node, value):
         if self.needs_label(node, value) or self.restart(node, value) is not None:

@@ -116,8 +116,9 @@ def bundle_csv(bundle, cfg_olm=None):
     return builtin_csv(bundle), "builtin"
 
 
-# A ClusterPolicy example with every section the operator requires (testbed-research.md §5),
-# shaped like the gpu-operator OLM bundle's alm-examples (images come from the operator env).
+# A ClusterPolicy example with every section the operator reads, shaped like the alm-examples
+# of the gpu-operator OLM bundle (NVIDIA/gpu-operator bundle/manifests/*.clusterserviceversion.yaml;
+# images come from the operator env).
 _CLUSTER_POLICY_EXAMPLE = {
     "apiVersion": "nvidia.com/v1", "kind": "ClusterPolicy",
     "metadata": {"name": "gpu-cluster-policy"},

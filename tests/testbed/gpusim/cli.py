@@ -25,20 +25,55 @@ def parse_args(argv):
     return p.parse_args(argv)
 
 
+def load_config(args):
+    """The simulation config of --config (and --agents); raises config.ConfigError."""
+    text = None
+    if args.config:
+        with open(args.config) as f:
+            text = f.read()
+    cfg = config_mod.load(text)
+    if args.agents:
+        cfg["agents"] = [a.strip() for a in args.agents.split(",") if a.strip()]
+        cfg = config_mod.validate(cfg)
+    return cfg
+
+
+def handle_signals(stop, stats, log):
+    """SIGTERM/SIGINT stop the agents; SIGUSR1 logs the request count and queue lengths."""
+    def on_signal(signum, _frame):
+        log.info("signal %d: shutting down", signum)
+        stop.set()
+
+    def on_usr1(_signum, _frame):
+        if stats["client"] is not None:
+            log.info("stats: %d API requests so far; queues %s", stats["client"].requests,
+                     {a.name: len(a.queue) for a in stats["agents"]})
+
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
+    signal.signal(signal.SIGUSR1, on_usr1)
+
+
+def announce_ready(agents, stop, ready_file, log):
+    """Log (and write ``ready_file`` with our PID) once every agent's caches are synced."""
+    for a in agents:
+        while not stop.is_set() and not a.ready(timeout=5):
+            log.info("waiting for %s caches", a.name)
+    if stop.is_set():
+        return
+    log.info("all agent caches synced")
+    if ready_file:
+        with open(ready_file, "w") as f:
+            f.write("%d\n" % os.getpid())
+
+
 def main(argv=None):
     args = parse_args(sys.argv[1:] if argv is None else argv)
     logging.basicConfig(stream=sys.stderr, level=getattr(logging, args.log_level.upper(), logging.INFO),
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     log = logging.getLogger("gpusim")
-    text = None
-    if args.config:
-        with open(args.config) as f:
-            text = f.read()
     try:
-        cfg = config_mod.load(text)
-        if args.agents:
-            cfg["agents"] = [a.strip() for a in args.agents.split(",") if a.strip()]
-            cfg = config_mod.validate(cfg)
+        cfg = load_config(args)
     except config_mod.ConfigError as exc:
         log.error("bad config: %s", exc)
         return 2
@@ -50,22 +85,8 @@ def main(argv=None):
     from gpusim.controller import Context
 
     stop = threading.Event()
-
-    def on_signal(signum, _frame):
-        log.info("signal %d: shutting down", signum)
-        stop.set()
-
-    signal.signal(signal.SIGTERM, on_signal)
-    signal.signal(signal.SIGINT, on_signal)
     stats = {"client": None, "agents": []}
-
-    def on_usr1(_signum, _frame):
-        if stats["client"] is not None:
-            log.info("stats: %d API requests so far; queues %s", stats["client"].requests,
-                     {a.name: len(a.queue) for a in stats["agents"]})
-
-    signal.signal(signal.SIGUSR1, on_usr1)
-
+    handle_signals(stop, stats, log)
     client = kube.Kube(args.kubeconfig, args.context)
     ctx = Context(client, cfg, Catalog(cfg.get("catalog_overrides")), stop)
     agents = [AGENTS[name](ctx) for name in cfg["agents"]]
@@ -76,19 +97,8 @@ def main(argv=None):
         a.start()
     log.info("gpusim started: agents=%s operator_namespace=%s", ",".join(cfg["agents"]),
              ctx.operator_namespace)
-
-    def announce_ready():
-        for a in agents:
-            while not stop.is_set() and not a.ready(timeout=5):
-                log.info("waiting for %s caches", a.name)
-        if stop.is_set():
-            return
-        log.info("all agent caches synced")
-        if args.ready_file:
-            with open(args.ready_file, "w") as f:
-                f.write("%d\n" % os.getpid())
-
-    threading.Thread(target=announce_ready, name="ready", daemon=True).start()
+    threading.Thread(target=announce_ready, args=(agents, stop, args.ready_file, log), name="ready",
+                     daemon=True).start()
     last = time.monotonic()
     while not stop.wait(1.0):
         if time.monotonic() - last >= 300:

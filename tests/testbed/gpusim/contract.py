@@ -22,6 +22,8 @@ Outputs (written by the simulator):
 import hashlib
 import json
 
+import yaml
+
 PREFIX = "gpusim.gpuops.dev/"
 ANN_PRODUCT = PREFIX + "product"
 ANN_GPUS = PREFIX + "gpus"
@@ -107,6 +109,20 @@ def is_gpu_resource(name):
 def stable_hash(obj):
     data = obj if isinstance(obj, str) else json.dumps(obj, sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(data.encode()).hexdigest()[:16]
+
+
+def yaml_mapping(text, error, prefix):
+    """The YAML mapping in ``text`` ({} when empty); ``error("<prefix>: <why>")`` is raised when
+    the text is not YAML or not a mapping (the way NVIDIA's Go tools unmarshal a config file)."""
+    try:
+        doc = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise error("%s: %s" % (prefix, exc))
+    if doc is None:
+        return {}
+    if not isinstance(doc, dict):
+        raise error("%s: not a mapping" % prefix)
+    return doc
 
 
 def dumps(obj):

@@ -169,8 +169,26 @@ class Agent(object):
     def setup(self):
         """Create informers and register handlers (called once before start)."""
 
+    def watched(self):
+        """The informers whose caches must be synced before the agent is ready."""
+        return ()
+
     def ready(self, timeout=60):
+        """Whether every informer of watched() synced within ``timeout`` seconds (in all)."""
+        end = time.monotonic() + timeout
+        for inf in self.watched():
+            if not inf.wait_synced(max(0.1, end - time.monotonic())):
+                return False
         return True
+
+    def patch_status(self, informer, obj, status):
+        """Merge-patch the status subresource of ``obj`` (a cached object of ``informer``);
+        the cache gets the answer at once. Returns the new object."""
+        md = obj["metadata"]
+        new = self.kube.merge_patch(informer.res, md["name"], {"status": status},
+                                    md.get("namespace"), subresource="status")
+        informer.update_local(new)
+        return new
 
     def reconcile(self, key):
         raise NotImplementedError

@@ -164,74 +164,78 @@ def reconcile(node, product, cp, cm, dp_pod_uid, cfg):
     mig_state = read_mig_state(node, gpus)
     inject = C.injections(node)
     label_key = labels.get(C.L_DP_CONFIG, "")
-
-    old = read_state(node) or {}
     epoch = C.stable_hash([dp_pod_uid or "", ann.get(C.ANN_DP_RESTART, ""), cm_name, default_key,
                            strategy, label_key, ann.get(C.ANN_MIG_APPLIED, ""),
                            C.INJECT_DP_CRASH in inject])
     errors = []
-    new_state = dict(old)
-    config = None
-    config_ok = False
-    if not (dp_runs or gfd_runs):
-        new_state = {"epoch": STOPPED, "config": old.get("config"), "key": old.get("key", ""),
-                     "hash": old.get("hash", ""), "cm": old.get("cm", "")}
-    elif old.get("epoch") == epoch and not old.get("error"):
-        config = old.get("config")
-        config_ok = True
+    if dp_runs or gfd_runs:
+        new_state, config, config_ok = _snapshot(read_state(node) or {}, epoch, cm_name, cm,
+                                                 default_key, label_key, errors)
     else:
-        # (re)start: take a new snapshot of the selected config
-        try:
-            key, text = select_config(cm_name, cm, default_key, label_key)
-            config = sharing_mod.parse(text) if text is not None else None
-            config_ok = True
-            new_state = {"epoch": epoch, "config": config, "key": key, "cm": cm_name,
-                         "hash": C.stable_hash(text) if text is not None else ""}
-        except sharing_mod.SharingConfigError as exc:
-            errors.append("config: %s" % exc)
-            new_state = {"epoch": epoch, "config": old.get("config"), "key": old.get("key", ""),
-                         "hash": old.get("hash", ""), "cm": cm_name, "error": str(exc)}
-
-    status_patch_cap, status_patch_alloc = {}, {}
-    capacity = (node.get("status") or {}).get("capacity") or {}
-    allocatable = (node.get("status") or {}).get("allocatable") or {}
-    managed_cap = {k: v for k, v in capacity.items() if gfd.is_managed_resource(k)}
-
-    def zero_allocatable():
-        for k in managed_cap:
-            if _quantity_int(allocatable.get(k)) != 0:
-                status_patch_alloc[k] = "0"
-
-    plugin_ok = False
-    if dp_runs:
-        if not config_ok:
-            zero_allocatable()
-        elif C.INJECT_DP_CRASH in inject:
-            errors.append("plugin: injected crash (gpusim.gpuops.dev/inject=device-plugin-crash)")
-            zero_allocatable()
-        else:
-            try:
-                resources = gfd.plugin_resources(product, mig_state, strategy, config)
-                plugin_ok = True
-            except gfd.PluginError as exc:
-                errors.append("plugin: %s" % exc)
-                zero_allocatable()
-            if plugin_ok:
-                desired = {k: str(v) for k, v in resources.items()}
-                status_patch_cap = _patch_map(capacity, desired, gfd.is_managed_resource)
-                status_patch_alloc = _patch_map(allocatable, desired, gfd.is_managed_resource)
-    else:
-        zero_allocatable()
-
-    label_patch = {}
+        new_state, config, config_ok = _stopped_state(read_state(node) or {}), None, False
+    if dp_runs and config_ok and C.INJECT_DP_CRASH in inject:
+        errors.append("plugin: injected crash (gpusim.gpuops.dev/inject=device-plugin-crash)")
+    plugin_ok = dp_runs and config_ok and C.INJECT_DP_CRASH not in inject
+    status = _status_patch(node, product, mig_state, strategy, config, plugin_ok, errors)
     if gfd_runs and config_ok:
         try:
             eff = config if config is not None else sharing_mod.empty_config()
             desired_labels = gfd.gfd_labels(product, mig_state, strategy, eff, cfg["driver"])
             label_patch = _patch_map(labels, desired_labels, gfd.is_owned_label)
+            if label_patch:
+                plan.metadata["labels"] = label_patch
         except gfd.PluginError as exc:
             errors.append("gfd: %s" % exc)
+    _annotate(plan, ann, errors, new_state)
+    if status:
+        plan.status = status
+    return plan
 
+
+def _stopped_state(old):
+    """Neither the plugin nor GFD runs: keep the last snapshot, epoch "stopped"."""
+    return {"epoch": STOPPED, "config": old.get("config"), "key": old.get("key", ""),
+            "hash": old.get("hash", ""), "cm": old.get("cm", "")}
+
+
+def _snapshot(old, epoch, cm_name, cm, default_key, label_key, errors):
+    """(state, config, config ok): the running snapshot while the epoch holds and it had no
+    error, else a new snapshot of the selected config (a (re)start); errors are appended."""
+    if old.get("epoch") == epoch and not old.get("error"):
+        return dict(old), old.get("config"), True
+    try:
+        key, text = select_config(cm_name, cm, default_key, label_key)
+        config = sharing_mod.parse(text) if text is not None else None
+    except sharing_mod.SharingConfigError as exc:
+        errors.append("config: %s" % exc)
+        return ({"epoch": epoch, "config": old.get("config"), "key": old.get("key", ""),
+                 "hash": old.get("hash", ""), "cm": cm_name, "error": str(exc)}, None, False)
+    return ({"epoch": epoch, "config": config, "key": key, "cm": cm_name,
+             "hash": C.stable_hash(text) if text is not None else ""}, config, True)
+
+
+def _status_patch(node, product, mig_state, strategy, config, plugin_ok, errors):
+    """Capacity/allocatable merge patch: the plugin's resources while it runs healthy, else
+    allocatable 0 for the resources it manages (capacity stays)."""
+    capacity = (node.get("status") or {}).get("capacity") or {}
+    allocatable = (node.get("status") or {}).get("allocatable") or {}
+    if plugin_ok:
+        try:
+            resources = gfd.plugin_resources(product, mig_state, strategy, config)
+        except gfd.PluginError as exc:
+            errors.append("plugin: %s" % exc)
+        else:
+            desired = {k: str(v) for k, v in resources.items()}
+            cap = _patch_map(capacity, desired, gfd.is_managed_resource)
+            alloc = _patch_map(allocatable, desired, gfd.is_managed_resource)
+            return {k: v for k, v in (("capacity", cap), ("allocatable", alloc)) if v}
+    alloc = {k: "0" for k in capacity
+             if gfd.is_managed_resource(k) and _quantity_int(allocatable.get(k)) != 0}
+    return {"allocatable": alloc} if alloc else {}
+
+
+def _annotate(plan, ann, errors, new_state):
+    """The error and state annotations (and an Event when the error appears or clears)."""
     error_text = "; ".join(errors) if errors else None
     plan.error = error_text
     ann_patch = {}
@@ -246,15 +250,5 @@ def reconcile(node, product, cp, cm, dp_pod_uid, cfg):
     state_text = C.dumps(new_state) if new_state else None
     if state_text and state_text != ann.get(C.ANN_DP_STATE):
         ann_patch[C.ANN_DP_STATE] = state_text
-    if label_patch:
-        plan.metadata["labels"] = label_patch
     if ann_patch:
         plan.metadata["annotations"] = ann_patch
-    status = {}
-    if status_patch_cap:
-        status["capacity"] = status_patch_cap
-    if status_patch_alloc:
-        status["allocatable"] = status_patch_alloc
-    if status:
-        plan.status = status
-    return plan

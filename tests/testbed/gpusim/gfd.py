@@ -1,6 +1,6 @@
 """What the NVIDIA device plugin advertises and what GPU Feature Discovery labels (pure).
 
-Sources (nvidia-facts.md §4): NVIDIA/k8s-device-plugin v0.20 internal/rm/device_map.go
+Sources: NVIDIA/k8s-device-plugin v0.20 internal/rm/device_map.go
 (resources per MIG strategy, replicas), internal/rm/rm.go (mixed resource names),
 internal/plugin/mps.go, cmd/nvidia-device-plugin/main.go validateFlags, internal/lm/*.go (labels).
 

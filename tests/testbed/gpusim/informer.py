@@ -171,13 +171,8 @@ class Informer(threading.Thread):
         last_list = 0.0
         while not self.stop.is_set():
             try:
-                if not self.available:
-                    if not self.kube.exists(self.res, refresh=True):
-                        self.synced.set()
-                        self.stop.wait(5)
-                        continue
-                    self.available = True
-                    log.info("watching %s", self.res)
+                if not self._available():
+                    continue
                 if rv is None or time.time() - last_list >= self.resync:
                     rv = self._relist()
                     last_list = time.time()
@@ -185,36 +180,7 @@ class Informer(threading.Thread):
                     backoff = 1.0
                 timeout = max(5, min(self.watch_timeout,
                                      int(self.resync - (time.time() - last_list)) + 1))
-                for etype, raw in self.kube.watch(self.res, rv, self.namespace, timeout,
-                                                  self.label_selector, self.field_selector):
-                    if self.stop.is_set():
-                        return
-                    if etype == "BOOKMARK":
-                        rv = (raw.get("metadata") or {}).get("resourceVersion") or rv
-                        continue
-                    if etype == "ERROR":
-                        code = raw.get("code")
-                        if code == 410:
-                            log.info("%s: watch expired (410), re-listing", self.res)
-                        else:
-                            log.warning("%s: watch error %s", self.res, raw.get("message"))
-                        rv = None
-                        break
-                    obj = self.transform(raw)
-                    key = obj_key(obj)
-                    rv = (obj.get("metadata") or {}).get("resourceVersion") or rv
-                    with self.lock:
-                        if etype == DELETED:
-                            old = self._pop(key)
-                        else:
-                            old = self.store.get(key)
-                            if old is not None and _rv(old) >= _rv(obj):
-                                continue  # already known (update_local) or older
-                            self._put(key, obj, old)
-                    if etype == DELETED:
-                        self._deliver(DELETED, obj, old)
-                    else:
-                        self._deliver(ADDED if old is None else MODIFIED, obj, old)
+                rv = self._watch(rv, timeout)
                 backoff = 1.0
             except ApiError as exc:
                 if exc.status == 404:
@@ -233,6 +199,58 @@ class Informer(threading.Thread):
                 rv = None
                 self.stop.wait(backoff)
                 backoff = min(backoff * 2, 30)
+
+    def _available(self):
+        """Whether the API serves the resource (a CRD may come later); when it does not, the
+        cache counts as synced (empty) and the next check is in 5 s."""
+        if self.available:
+            return True
+        if not self.kube.exists(self.res, refresh=True):
+            self.synced.set()
+            self.stop.wait(5)
+            return False
+        self.available = True
+        log.info("watching %s", self.res)
+        return True
+
+    def _watch(self, rv, timeout):
+        """Apply the events of one watch from ``rv``; returns the resourceVersion to go on
+        from (None after an ERROR event: list again)."""
+        for etype, raw in self.kube.watch(self.res, rv, self.namespace, timeout,
+                                          self.label_selector, self.field_selector):
+            if self.stop.is_set():
+                return rv
+            if etype == "BOOKMARK":
+                rv = (raw.get("metadata") or {}).get("resourceVersion") or rv
+                continue
+            if etype == "ERROR":
+                if raw.get("code") == 410:
+                    log.info("%s: watch expired (410), re-listing", self.res)
+                else:
+                    log.warning("%s: watch error %s", self.res, raw.get("message"))
+                return None
+            obj = self._on_event(etype, raw)
+            rv = (obj.get("metadata") or {}).get("resourceVersion") or rv
+        return rv
+
+    def _on_event(self, etype, raw):
+        """Store one watch event's object and hand it to the handlers, unless the store already
+        has it (update_local) or a newer version; returns the (transformed) object."""
+        obj = self.transform(raw)
+        key = obj_key(obj)
+        with self.lock:
+            if etype == DELETED:
+                old = self._pop(key)
+            else:
+                old = self.store.get(key)
+                if old is not None and _rv(old) >= _rv(obj):
+                    return obj
+                self._put(key, obj, old)
+        if etype == DELETED:
+            self._deliver(DELETED, obj, old)
+        else:
+            self._deliver(ADDED if old is None else MODIFIED, obj, old)
+        return obj
 
 
 def slim_pod(pod):

@@ -11,6 +11,7 @@ import time
 import uuid
 from datetime import datetime, timezone
 
+import urllib3
 from kubernetes import client as k8s_client
 from kubernetes import config as k8s_config
 from kubernetes.client.rest import ApiException
@@ -58,6 +59,7 @@ PODS = Resource("", "v1", "pods", True, "Pod")
 CONFIGMAPS = Resource("", "v1", "configmaps", True, "ConfigMap")
 NAMESPACES = Resource("", "v1", "namespaces", False, "Namespace")
 EVENTS = Resource("", "v1", "events", True, "Event")
+SERVICEACCOUNTS = Resource("", "v1", "serviceaccounts", True, "ServiceAccount")
 CLUSTERPOLICIES = Resource("nvidia.com", "v1", "clusterpolicies", False, "ClusterPolicy")
 NFD_OPENSHIFT = Resource("nfd.openshift.io", "v1", "nodefeaturediscoveries", True,
                          "NodeFeatureDiscovery")
@@ -91,19 +93,31 @@ def now_iso():
 class Kube(object):
     """Raw REST calls; every method returns/accepts plain dicts. Thread-safe."""
 
-    def __init__(self, kubeconfig=None, context=None, pool_size=32, timeout=30):
+    def __init__(self, kubeconfig=None, context=None, pool_size=32, timeout=30, retries=0):
+        """``retries``: how many times a call is sent again after a transient failure (no
+        connection, HTTP 429 or 5xx), waiting 0.2 s, 0.4 s, ... in between (0: never)."""
         conf = k8s_client.Configuration()
         k8s_config.load_kube_config(config_file=kubeconfig, context=context,
                                     client_configuration=conf)
         conf.connection_pool_maxsize = pool_size
         self.api = k8s_client.ApiClient(conf)
         self.timeout = timeout
+        self.retries = retries
         self.requests = 0
         self._lock = threading.Lock()
         self._exists = {}
 
     def _call(self, method, path, query=None, body=None, content_type=None, stream=False,
               timeout=None):
+        for attempt in range(self.retries + 1):
+            try:
+                return self._call_once(method, path, query, body, content_type, stream, timeout)
+            except (ApiError, urllib3.exceptions.HTTPError, OSError) as exc:
+                if attempt == self.retries or not is_transient(exc):
+                    raise
+                time.sleep(0.2 * (attempt + 1))
+
+    def _call_once(self, method, path, query, body, content_type, stream, timeout):
         headers = {"Accept": "application/json"}
         if content_type:
             headers["Content-Type"] = content_type
@@ -128,6 +142,15 @@ class Kube(object):
 
     # -- generic verbs --------------------------------------------------------------------
 
+    def ready(self, path="/readyz"):
+        """Whether a health endpoint of the apiserver (/readyz, /livez) answers 200."""
+        resp = self._call("GET", path, stream=True)
+        try:
+            resp.data  # noqa: B018 - read the body so that the connection can be reused
+            return resp.status == 200
+        finally:
+            resp.release_conn()
+
     def get(self, res, name, namespace=None):
         return self._call("GET", res.path(namespace, name))
 
@@ -143,11 +166,7 @@ class Kube(object):
         """Full list (paginated). Returns (items, resourceVersion)."""
         items, cont = [], None
         while True:
-            q = {"limit": limit}
-            if label_selector:
-                q["labelSelector"] = label_selector
-            if field_selector:
-                q["fieldSelector"] = field_selector
+            q = dict(_selectors(label_selector, field_selector), limit=limit)
             if cont:
                 q["continue"] = cont
             doc = self._call("GET", res.path(namespace), q)
@@ -159,12 +178,9 @@ class Kube(object):
     def watch(self, res, resource_version, namespace=None, timeout_seconds=240,
               label_selector=None, field_selector=None):
         """Yield (type, object) from a watch starting at resource_version."""
-        q = {"watch": "true", "resourceVersion": resource_version,
-             "allowWatchBookmarks": "true", "timeoutSeconds": int(timeout_seconds)}
-        if label_selector:
-            q["labelSelector"] = label_selector
-        if field_selector:
-            q["fieldSelector"] = field_selector
+        q = dict(_selectors(label_selector, field_selector), watch="true",
+                 resourceVersion=resource_version, allowWatchBookmarks="true",
+                 timeoutSeconds=int(timeout_seconds))
         resp = self._call("GET", res.path(namespace), q, stream=True,
                           timeout=(10, timeout_seconds + 30))
         try:
@@ -187,6 +203,15 @@ class Kube(object):
     def json_patch(self, res, name, ops, namespace=None, subresource=None):
         return self._call("PATCH", res.path(namespace, name, subresource), body=ops,
                           content_type="application/json-patch+json")
+
+    def apply(self, res, obj, field_manager, force=True):
+        """Server-side apply of ``obj`` (its metadata names it) as ``field_manager``."""
+        md = obj["metadata"]
+        query = {"fieldManager": field_manager}
+        if force:
+            query["force"] = "true"
+        return self._call("PATCH", res.path(md.get("namespace"), md["name"]), query, body=obj,
+                          content_type="application/apply-patch+yaml")
 
     def replace(self, res, obj, namespace=None, subresource=None):
         md = obj["metadata"]
@@ -245,6 +270,20 @@ class Kube(object):
             self.create(EVENTS, obj, ns)
         except ApiError as exc:
             log.debug("event not recorded: %s", exc)
+
+
+def _selectors(label_selector, field_selector):
+    """The query parameters of the selectors that are set."""
+    q = {"labelSelector": label_selector, "fieldSelector": field_selector}
+    return {k: v for k, v in q.items() if v}
+
+
+def is_transient(exc):
+    """A failure worth sending the same call again for: no connection (status 0 or a
+    transport error), too many requests (429) or a server error (5xx)."""
+    if isinstance(exc, ApiError):
+        return exc.status in (0, 429) or (exc.status or 0) >= 500
+    return isinstance(exc, (urllib3.exceptions.HTTPError, OSError))
 
 
 def retry_conflicts(fn, attempts=5, delay=0.2):

@@ -1,6 +1,6 @@
 """Simulated nvidia-mig-manager (pure part): which config, what the node labels become.
 
-Follows NVIDIA/mig-parted pkg/mig/reconfigure/reconfigure.go (nvidia-facts.md §2.3-2.4):
+Follows NVIDIA/mig-parted pkg/mig/reconfigure/reconfigure.go (see docs/facts.md, MIG manager):
   1. validate the selected config (unknown name / bad file -> state "failed", no "pending");
   2. already applied -> "success" at once;
   3. "pending" + nvidia.com/gpu.deploy.{device-plugin,gpu-feature-discovery,dcgm-exporter,dcgm,
@@ -136,19 +136,30 @@ def _final(node, state, error=None, new_applied=None, event=None):
     return Step(state, _only_changes(labels, wanted), annotations, event, error)
 
 
+def _failed(node, error, new_applied=None):
+    """The failed final step, with its Warning event (reason MigConfigFailed)."""
+    return _final(node, "failed", error, new_applied=new_applied,
+                  event=("Warning", "MigConfigFailed", error))
+
+
+def _select(spec, value):
+    """(entries of config ``value``, None) or (None, the validation error)."""
+    try:
+        return migparted.select(spec, value), None
+    except migparted.MigPartedError as exc:
+        return None, "failed to validate MIG configuration: %s" % exc
+
+
 def begin(node, product, spec_or_error, value, gpus):
     """First step for label value `value`. Returns a Step with state success|failed|pending.
 
     spec_or_error: parsed spec, or a MigPartedError instance (bad/missing config file).
     """
     if isinstance(spec_or_error, Exception):
-        err = "failed to validate MIG configuration: %s" % spec_or_error
-        return _final(node, "failed", err, event=("Warning", "MigConfigFailed", err))
-    try:
-        entries = migparted.select(spec_or_error, value)
-    except migparted.MigPartedError as exc:
-        err = "failed to validate MIG configuration: %s" % exc
-        return _final(node, "failed", err, event=("Warning", "MigConfigFailed", err))
+        return _failed(node, "failed to validate MIG configuration: %s" % spec_or_error)
+    entries, err = _select(spec_or_error, value)
+    if err:
+        return _failed(node, err)
     applied_name, current = read_applied(node, gpus)
     target, err = migparted.apply_config(entries, product, current)
     if err is None and target == current:
@@ -170,22 +181,17 @@ def finish(node, product, spec, value, gpus, gpu_pods, inject_fail=False):
     that use GPU resources on the node."""
     applied_name, current = read_applied(node, gpus)
     if inject_fail:
-        err = "failed to apply MIG configuration: injected failure (gpusim.gpuops.dev/inject=fail)"
-        return _final(node, "failed", err, event=("Warning", "MigConfigFailed", err))
+        return _failed(node, "failed to apply MIG configuration: injected failure "
+                             "(gpusim.gpuops.dev/inject=fail)")
     if gpu_pods:
-        err = ("failed to apply MIG configuration: GPUs in use by running pods (%s): "
-               "In use by another client" % ", ".join(sorted(gpu_pods)[:5]))
-        return _final(node, "failed", err, event=("Warning", "MigConfigFailed", err))
-    try:
-        entries = migparted.select(spec, value)
-    except migparted.MigPartedError as exc:
-        err = "failed to validate MIG configuration: %s" % exc
-        return _final(node, "failed", err, event=("Warning", "MigConfigFailed", err))
+        return _failed(node, "failed to apply MIG configuration: GPUs in use by running pods (%s): "
+                             "In use by another client" % ", ".join(sorted(gpu_pods)[:5]))
+    entries, err = _select(spec, value)
+    if err:
+        return _failed(node, err)
     target, err = migparted.apply_config(entries, product, current)
     if err is not None:
-        msg = "failed to apply MIG configuration: %s" % err
         ann = applied_annotation(applied_name, target) if target != current else None
-        return _final(node, "failed", msg, new_applied=ann,
-                      event=("Warning", "MigConfigFailed", msg))
+        return _failed(node, "failed to apply MIG configuration: %s" % err, new_applied=ann)
     return _final(node, "success", new_applied=applied_annotation(value, target),
                   event=("Normal", "MigConfigApplied", "MIG config %s applied" % value))

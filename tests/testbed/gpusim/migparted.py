@@ -1,6 +1,6 @@
 """mig-parted semantics (pure): config file parsing, per-GPU selection, generated configs, apply.
 
-Sources (nvidia-facts.md §2): NVIDIA/mig-parted api/spec/v1/spec.go (file format),
+Sources: NVIDIA/mig-parted api/spec/v1/spec.go (file format),
 cmd/nvidia-mig-parted/assert/assert.go (WalkSelectedMigConfigForEachGPU),
 cmd/nvidia-mig-parted/apply/config.go (apply), pkg/mig/config/config.go (SetMigConfig: on total
 failure the GPU is cleared), pkg/mig/builder (v26.3+ generated config).
@@ -12,6 +12,7 @@ import copy
 
 import yaml
 
+from gpusim import contract as C
 from gpusim import placement
 
 VERSION = "v1"
@@ -29,14 +30,7 @@ class MigPartedError(ValueError):
 
 def parse_spec(text):
     """Parse a mig-parted config.yaml the way spec.go does; raise MigPartedError on any error."""
-    try:
-        doc = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        raise MigPartedError("error parsing config file: %s" % exc)
-    if doc is None:
-        doc = {}
-    if not isinstance(doc, dict):
-        raise MigPartedError("error parsing config file: not a mapping")
+    doc = C.yaml_mapping(text, MigPartedError, "error parsing config file")
     if "version" not in doc and doc:
         raise MigPartedError("unable to parse with missing 'version' field")
     if doc.get("version") != VERSION:

@@ -3,8 +3,8 @@
 nfd-worker publishes `feature.node.kubernetes.io/pci-<vendor>.present` for whitelisted PCI
 classes (the OpenShift sample CR labels classes 0200/03/12 by vendor -> pci-10de.present for
 NVIDIA GPUs), `system-os_release.ID/VERSION_ID(.major/.minor)` and
-`kernel-version.full/major/minor/revision` (nvidia-facts.md §5; testbed-research.md §5: the
-operator needs pci-10de.present, os release ID/VERSION_ID and kernel-version.full).
+`kernel-version.full/major/minor/revision`. The operator needs pci-10de.present, os release
+ID/VERSION_ID and kernel-version.full (NVIDIA/gpu-operator controllers/state_manager.go).
 """
 
 import re

@@ -1,6 +1,6 @@
 """NVML-style MIG instance creation, independent of the collection's validator (pure).
 
-It does what mig-parted + NVML do on a real GPU (nvidia-facts.md §1.1):
+It does what mig-parted + NVML do on a real GPU (NVIDIA MIG User Guide, docs.nvidia.com/datacenter/tesla/mig-user-guide):
   * mig-parted flattens the requested {profile: count} map, largest G first
     (pkg/types/mig_config.go Flatten), then tries every DISTINCT permutation of the creation
     order (pkg/mig/config/config.go iteratePermutationsUntilSuccess) until one succeeds;

@@ -1,13 +1,13 @@
 """NVIDIA k8s-device-plugin config file semantics (pure): parse + normalise the sharing part.
 
 Source: NVIDIA/k8s-device-plugin v0.20 api/config/v1/{config,replicas,sharing,resources}.go
-(nvidia-facts.md §4). The plugin parses with sigs.k8s.io/yaml (unknown fields ignored), then
+(summarised in docs/facts.md). The plugin parses with sigs.k8s.io/yaml (unknown fields ignored), then
 DisableResourceNamingInConfig drops `rename` (unless renameByDefault) and non-"all" `devices`.
 """
 
 import re
 
-import yaml
+from gpusim import contract as C
 
 RESOURCE_PREFIX = "nvidia.com"
 MAX_RESOURCE_NAME = 63
@@ -104,14 +104,8 @@ def parse(text):
 
     Raises SharingConfigError where the real plugin would fail to start.
     """
-    try:
-        doc = yaml.safe_load(text) if text is not None else {}
-    except yaml.YAMLError as exc:
-        raise SharingConfigError("unable to parse config file: unmarshal error: %s" % exc)
-    if doc is None:
-        doc = {}
-    if not isinstance(doc, dict):
-        raise SharingConfigError("unable to parse config file: unmarshal error: not a mapping")
+    doc = C.yaml_mapping(text if text is not None else "", SharingConfigError,
+                         "unable to parse config file: unmarshal error")
     version = doc.get("version") or "v1"
     if version != "v1":
         raise SharingConfigError("unable to parse config file: unknown version: %s" % version)

@@ -16,15 +16,9 @@ HELM_VERSION=${HELM_VERSION:-v3.22.0}
 bin_dir=${GPUOPS_CACHE:-$HOME/.cache/gpuops}/bin
 helm=$bin_dir/helm
 
-force=0 print_only=0
-for a in "$@"; do
-  case "$a" in
-    --force) force=1 ;;
-    --print-bin) print_only=1 ;;
-    -h|--help) sed -n '2,13p' "$0"; exit 0 ;;
-    *) echo "unknown argument: $a" >&2; exit 2 ;;
-  esac
-done
+# shellcheck source=flags.sh
+source "$(dirname "$0")/flags.sh"
+parse_flags 2,12 "$@"
 
 case "$HELM_VERSION" in
   v3.*) module=helm.sh/helm/v3 ;;

@@ -84,20 +84,18 @@ def labels(state, strategy, cfg=None, prod=A100):
     return gfd.gfd_labels(prod, state, strategy, cfg or sharing.empty_config(), DRIVER)
 
 
+def nv(lab, want):
+    """The nvidia.com/<key> labels for the keys of ``want``, to compare with it in one assert."""
+    return {k: lab.get("nvidia.com/" + k) for k in want}
+
+
 def test_labels_full_gpu():
-    lab = labels(NO_MIG, "single")
-    assert lab["nvidia.com/gpu.product"] == "NVIDIA-A100-SXM4-40GB"
-    assert lab["nvidia.com/gpu.count"] == "8"
-    assert lab["nvidia.com/gpu.replicas"] == "1"
-    assert lab["nvidia.com/gpu.sharing-strategy"] == "none"
-    assert lab["nvidia.com/gpu.memory"] == "40960"
-    assert lab["nvidia.com/gpu.family"] == "ampere"
-    assert (lab["nvidia.com/gpu.compute.major"], lab["nvidia.com/gpu.compute.minor"]) == ("8", "0")
-    assert lab["nvidia.com/mig.capable"] == "true"
-    assert lab["nvidia.com/mig.strategy"] == "single"
-    assert lab["nvidia.com/mps.capable"] == "false"
-    assert lab["nvidia.com/cuda.driver-version.full"] == "580.95.05"
-    assert lab["nvidia.com/gpu.present"] == "true"
+    want = {"gpu.product": "NVIDIA-A100-SXM4-40GB", "gpu.count": "8", "gpu.replicas": "1",
+            "gpu.sharing-strategy": "none", "gpu.memory": "40960", "gpu.family": "ampere",
+            "gpu.compute.major": "8", "gpu.compute.minor": "0", "mig.capable": "true",
+            "mig.strategy": "single", "mps.capable": "false",
+            "cuda.driver-version.full": "580.95.05", "gpu.present": "true"}
+    assert nv(labels(NO_MIG, "single"), want) == want
 
 
 def test_labels_none_strategy_has_no_strategy_label():
@@ -105,44 +103,33 @@ def test_labels_none_strategy_has_no_strategy_label():
 
 
 def test_labels_time_slicing_shared_suffix():
-    lab = labels(NO_MIG, "single", sharing.parse(TS_CONFIG))
-    assert lab["nvidia.com/gpu.product"] == "NVIDIA-A100-SXM4-40GB-SHARED"
-    assert lab["nvidia.com/gpu.replicas"] == "4"
-    assert lab["nvidia.com/gpu.sharing-strategy"] == "time-slicing"
+    want = {"gpu.product": "NVIDIA-A100-SXM4-40GB-SHARED", "gpu.replicas": "4",
+            "gpu.sharing-strategy": "time-slicing"}
+    assert nv(labels(NO_MIG, "single", sharing.parse(TS_CONFIG)), want) == want
     renamed = sharing.parse("sharing: {timeSlicing: {renameByDefault: true, resources: "
                             "[{name: nvidia.com/gpu, replicas: 4}]}}")
     assert labels(NO_MIG, "single", renamed)["nvidia.com/gpu.product"] == "NVIDIA-A100-SXM4-40GB"
 
 
 def test_labels_single_mig():
-    lab = labels(ALL_1G, "single", sharing.parse(TS_CONFIG))
-    assert lab["nvidia.com/gpu.product"] == "NVIDIA-A100-SXM4-40GB-MIG-1g.5gb-SHARED"
-    assert lab["nvidia.com/gpu.count"] == "56"
-    assert lab["nvidia.com/gpu.replicas"] == "4"
-    assert lab["nvidia.com/gpu.memory"] == "4864"
-    assert lab["nvidia.com/gpu.slices.gi"] == "1"
-    assert lab["nvidia.com/gpu.family"] == "ampere"
+    want = {"gpu.product": "NVIDIA-A100-SXM4-40GB-MIG-1g.5gb-SHARED", "gpu.count": "56",
+            "gpu.replicas": "4", "gpu.memory": "4864", "gpu.slices.gi": "1", "gpu.family": "ampere"}
+    assert nv(labels(ALL_1G, "single", sharing.parse(TS_CONFIG)), want) == want
 
 
 def test_labels_single_invalid():
-    lab = labels(BALANCED, "single")
-    assert lab["nvidia.com/gpu.product"] == "NVIDIA-A100-SXM4-40GB-MIG-INVALID"
-    assert lab["nvidia.com/gpu.count"] == "0"
-    assert lab["nvidia.com/gpu.replicas"] == "0"
-    assert lab["nvidia.com/gpu.sharing-strategy"] == ""
-    assert lab["nvidia.com/gpu.memory"] == "0"
+    want = {"gpu.product": "NVIDIA-A100-SXM4-40GB-MIG-INVALID", "gpu.count": "0",
+            "gpu.replicas": "0", "gpu.sharing-strategy": "", "gpu.memory": "0"}
+    assert nv(labels(BALANCED, "single"), want) == want
 
 
 def test_labels_mixed():
-    lab = labels(BALANCED, "mixed")
-    assert lab["nvidia.com/gpu.product"] == "NVIDIA-A100-SXM4-40GB"
-    assert lab["nvidia.com/gpu.replicas"] == "0"      # MIG-enabled GPUs are labelled without sharing
-    assert lab["nvidia.com/mig-3g.20gb.count"] == "8"
-    assert lab["nvidia.com/mig-3g.20gb.product"] == "NVIDIA-A100-SXM4-40GB-MIG-3g.20gb"
-    assert lab["nvidia.com/mig-3g.20gb.memory"] == "19968"
-    assert lab["nvidia.com/mig-3g.20gb.slices.gi"] == "3"
-    assert lab["nvidia.com/mig-1g.5gb.count"] == "16"
-    assert lab["nvidia.com/mig.strategy"] == "mixed"
+    want = {"gpu.product": "NVIDIA-A100-SXM4-40GB",
+            "gpu.replicas": "0",  # MIG-enabled GPUs are labelled without sharing
+            "mig-3g.20gb.count": "8", "mig-3g.20gb.product": "NVIDIA-A100-SXM4-40GB-MIG-3g.20gb",
+            "mig-3g.20gb.memory": "19968", "mig-3g.20gb.slices.gi": "3",
+            "mig-1g.5gb.count": "16", "mig.strategy": "mixed"}
+    assert nv(labels(BALANCED, "mixed"), want) == want
 
 
 @pytest.mark.parametrize("name, product_label, family", [

@@ -1,4 +1,4 @@
-"""NVML-style MIG instance creation (gpusim.placement) — checked against nvidia-facts.md §1."""
+"""NVML-style MIG instance creation (gpusim.placement) — checked against the NVIDIA MIG User Guide's placement tables."""
 import itertools
 
 import pytest
@@ -91,7 +91,7 @@ def test_distinct_permutations_are_distinct_and_complete():
 
 
 def _backtracking_fits(prod, devices):
-    """Reference: exhaustive assignment of placements (nvidia-facts §1.1 'simple backtracking')."""
+    """Reference: exhaustive assignment of placements (what mig-parted's tries of creation orders amount to: simple backtracking)."""
     flat = []
     for name, n in devices.items():
         flat += [name] * n

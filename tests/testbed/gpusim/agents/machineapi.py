@@ -1,12 +1,11 @@
 """Simulated machine-api controllers: MachineSet -> Machines -> KWOK Nodes."""
 
-import time
 from datetime import datetime, timezone
 
 from gpusim import kube as K
 from gpusim import machineapi as M
 from gpusim.controller import Agent
-from gpusim.informer import DELETED
+from gpusim.informer import DELETED, obj_key
 from gpusim.kube import now_iso
 
 
@@ -34,19 +33,15 @@ class MachineAPIAgent(Agent):
         self.machines = self.ctx.informer(K.MACHINES, namespace=ns)
         self.nodes = self.ctx.nodes()
         self.kubelet_version = None
-        self.msets.add_handler(lambda e, o, old: self.queue.add("ms/" + _key(o)))
+        self.msets.add_handler(lambda e, o, old: self.queue.add("ms/" + obj_key(o)))
         self.machines.add_handler(self._on_machine)
         self.nodes.add_handler(self._on_node)
 
-    def ready(self, timeout=60):
-        end = time.monotonic() + timeout
-        for inf in (self.msets, self.machines, self.nodes):
-            if not inf.wait_synced(max(0.1, end - time.monotonic())):
-                return False
-        return True
+    def watched(self):
+        return (self.msets, self.machines, self.nodes)
 
     def _on_machine(self, etype, obj, old):
-        key = _key(obj)
+        key = obj_key(obj)
         if etype == DELETED:
             self.queue.add("gone/" + key)
         else:
@@ -91,12 +86,10 @@ class MachineAPIAgent(Agent):
                 and (m["metadata"].get("labels") or {}).get(M.MS_LABEL) == md["name"]]
 
     def reconcile_machineset(self, key):
-        ms = self.msets.get(key)
+        ms = _live(self.msets.get(key))
         if ms is None:
             return
         md = ms["metadata"]
-        if md.get("deletionTimestamp"):
-            return
         replicas = (ms.get("spec") or {}).get("replicas")
         replicas = 1 if replicas is None else int(replicas)
         owned = self._owned(ms)
@@ -118,17 +111,13 @@ class MachineAPIAgent(Agent):
         status = M.machineset_status(ms, owned, ready)
         old = ms.get("status") or {}
         if any(old.get(k) != v for k, v in status.items()):
-            new = self.kube.merge_patch(K.MACHINESETS, md["name"], {"status": status},
-                                        md["namespace"], subresource="status")
-            self.msets.update_local(new)
+            self.patch_status(self.msets, ms, status)
 
     def reconcile_machine(self, key):
-        m = self.machines.get(key)
+        m = _live(self.machines.get(key))
         if m is None:
             return
         md = m["metadata"]
-        if md.get("deletionTimestamp"):
-            return
         ms_name = (md.get("labels") or {}).get(M.MS_LABEL)
         ms = self.msets.get("%s/%s" % (md["namespace"], ms_name)) if ms_name else None
         node = self.nodes.get(md["name"])
@@ -138,7 +127,7 @@ class MachineAPIAgent(Agent):
             wait = float(self.ma_cfg.get("provision_seconds", 0.5)) - _age_seconds(
                 md.get("creationTimestamp"))
             if st.get("phase") != "Provisioning":
-                self._machine_status(m, M.machine_status("Provisioning", now=now))
+                self.patch_status(self.machines, m, M.machine_status("Provisioning", now=now))
             if wait > 0:
                 self.queue.add_after("m/" + key, wait)
                 return
@@ -159,18 +148,15 @@ class MachineAPIAgent(Agent):
                           hw.get("product"), hw.get("gpus"))
         phase = "Running" if _ready(node) else "Provisioned"
         if st.get("phase") != phase or (st.get("nodeRef") or {}).get("name") != md["name"]:
-            self._machine_status(m, M.machine_status(phase, md["name"],
-                                                     node["metadata"].get("uid"), now))
+            self.patch_status(self.machines, m, M.machine_status(phase, md["name"],
+                                                                 node["metadata"].get("uid"), now))
         if ms_name:
             self.queue.add("ms/%s/%s" % (md["namespace"], ms_name))
 
-    def _machine_status(self, m, status):
-        md = m["metadata"]
-        new = self.kube.merge_patch(K.MACHINES, md["name"], {"status": status}, md["namespace"],
-                                    subresource="status")
-        self.machines.update_local(new)
 
 
-def _key(obj):
-    md = obj["metadata"]
-    return "%s/%s" % (md["namespace"], md["name"]) if md.get("namespace") else md["name"]
+def _live(obj):
+    """The cached object unless it is gone or being deleted (then None: nothing to do)."""
+    if obj is None or obj["metadata"].get("deletionTimestamp"):
+        return None
+    return obj

@@ -80,8 +80,29 @@ class _NodeAgent(Agent):
     def node_deleted(self, name):
         pass
 
-    def ready(self, timeout=60):
-        return self.ctx.nodes().wait_synced(timeout)
+    def watched(self):
+        return (self.ctx.nodes(),)
+
+
+class _OperandAgent(_NodeAgent):
+    """A node agent that stands for an operand pod of the gpu-operator (``pod_label``): it
+    follows the ClusterPolicy, the operator's ConfigMaps and the pods on its nodes."""
+
+    pod_label = None   # (key, value) of the operand pod
+
+    def watched(self):
+        return (self.ctx.nodes(), self.ctx.pods(), self.ctx.configmaps(), self.ctx.clusterpolicies())
+
+    def _on_pod(self, etype, obj, old):
+        """A (re)started or deleted operand pod on a node: look at the node again."""
+        labels = obj["metadata"].get("labels") or {}
+        if labels.get(self.pod_label[0]) != self.pod_label[1]:
+            return
+        node = obj["spec"].get("nodeName")
+        if node and (old is None or etype == DELETED
+                     or old["metadata"].get("deletionTimestamp") != obj["metadata"].get("deletionTimestamp")
+                     or old["status"].get("phase") != obj["status"].get("phase")):
+            self.queue.add(node)
 
 
 class NFDAgent(_NodeAgent):
@@ -121,24 +142,17 @@ class NFDAgent(_NodeAgent):
             patch_node(self.ctx, name, metadata={"labels": patch})
 
 
-class DevicePluginAgent(_NodeAgent):
+class DevicePluginAgent(_OperandAgent):
     """NVIDIA device plugin + GPU feature discovery (+ config-manager sidecars)."""
 
     name = "gfd"
+    pod_label = C.DP_POD_LABEL
 
     def setup(self):
         self.ctx.clusterpolicies().add_handler(self.enqueue_all_nodes)
         self.ctx.configmaps().add_handler(self._on_configmap)
         self.ctx.pods().add_handler(self._on_pod)
         self.ctx.nodes().add_handler(self._on_node)
-
-    def ready(self, timeout=60):
-        end = time.monotonic() + timeout
-        for inf in (self.ctx.nodes(), self.ctx.pods(), self.ctx.configmaps(),
-                    self.ctx.clusterpolicies()):
-            if not inf.wait_synced(max(0.1, end - time.monotonic())):
-                return False
-        return True
 
     def relevant(self, obj, old):
         if old is None:
@@ -153,16 +167,6 @@ class DevicePluginAgent(_NodeAgent):
         # Content changes are NOT picked up by a running plugin, but a crash-looping plugin
         # (missing ConfigMap/key, bad content) re-reads at its next restart: re-check nodes.
         self.enqueue_all_nodes()
-
-    def _on_pod(self, etype, obj, old):
-        labels = obj["metadata"].get("labels") or {}
-        if labels.get(C.DP_POD_LABEL[0]) != C.DP_POD_LABEL[1]:
-            return
-        node = obj["spec"].get("nodeName")
-        if node and (old is None or etype == DELETED
-                     or old["metadata"].get("deletionTimestamp") != obj["metadata"].get("deletionTimestamp")
-                     or old["status"].get("phase") != obj["status"].get("phase")):
-            self.queue.add(node)
 
     def reconcile(self, name):
         node = self.ctx.nodes().get(name)
@@ -190,10 +194,11 @@ class DevicePluginAgent(_NodeAgent):
             self.log.info("%s: device plugin failing: %s", name, plan.error)
 
 
-class MigManagerAgent(_NodeAgent):
+class MigManagerAgent(_OperandAgent):
     """nvidia-mig-manager: nvidia.com/mig.config -> mig.config.state, geometry, deploy labels."""
 
     name = "mig-manager"
+    pod_label = C.MM_POD_LABEL
 
     def setup(self):
         # Like nvidia-mig-manager (cmd/nvidia-mig-manager/main.go): its node informer hands the
@@ -220,28 +225,10 @@ class MigManagerAgent(_NodeAgent):
                 self.handled.pop(obj["metadata"]["name"], None)
         _NodeAgent._on_node(self, etype, obj, old)
 
-    def _on_pod(self, etype, obj, old):
-        labels = obj["metadata"].get("labels") or {}
-        if labels.get(C.MM_POD_LABEL[0]) != C.MM_POD_LABEL[1]:
-            return
-        node = obj["spec"].get("nodeName")
-        if node and (old is None or etype == DELETED
-                     or old["metadata"].get("deletionTimestamp") != obj["metadata"].get("deletionTimestamp")
-                     or old["status"].get("phase") != obj["status"].get("phase")):
-            self.queue.add(node)
-
     def _epoch(self, node):
         name = node["metadata"]["name"]
         return (device_plugin_pod_uid(self.ctx, name, C.MM_POD_LABEL),
                 C.node_annotations(node).get(C.ANN_MM_RESTART, ""))
-
-    def ready(self, timeout=60):
-        end = time.monotonic() + timeout
-        for inf in (self.ctx.nodes(), self.ctx.pods(), self.ctx.configmaps(),
-                    self.ctx.clusterpolicies()):
-            if not inf.wait_synced(max(0.1, end - time.monotonic())):
-                return False
-        return True
 
     def _on_cp(self, etype, obj, old):
         self.enqueue_all_nodes()

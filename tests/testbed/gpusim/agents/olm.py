@@ -6,7 +6,7 @@ import time
 from gpusim import kube as K
 from gpusim import olm
 from gpusim.controller import Agent
-from gpusim.informer import DELETED
+from gpusim.informer import DELETED, obj_key
 from gpusim.kube import now_iso
 
 _VOLATILE = ("lastUpdated", "lastUpdateTime", "lastTransitionTime", "lastConnect", "createdAt",
@@ -37,7 +37,7 @@ class OLMAgent(Agent):
         self.hubs = c.informer(K.OPERATORHUBS)
         self.due = {}        # installplan uid -> monotonic time the install completes
         self._bundles = {}
-        self.subs.add_handler(lambda e, o, old: self.queue.add("sub/" + _key(o)))
+        self.subs.add_handler(lambda e, o, old: self.queue.add("sub/" + obj_key(o)))
         self.plans.add_handler(self._on_plan)
         self.csvs.add_handler(lambda e, o, old: self._subs_in(o["metadata"]["namespace"]))
         self.groups.add_handler(lambda e, o, old: self._subs_in(o["metadata"]["namespace"]))
@@ -45,12 +45,8 @@ class OLMAgent(Agent):
         self.hubs.add_handler(lambda e, o, old: self.queue.add("defaults"))
         self.queue.add("defaults")
 
-    def ready(self, timeout=60):
-        end = time.monotonic() + timeout
-        for inf in (self.subs, self.plans, self.csvs, self.sources, self.groups, self.hubs):
-            if not inf.wait_synced(max(0.1, end - time.monotonic())):
-                return False
-        return True
+    def watched(self):
+        return (self.subs, self.plans, self.csvs, self.sources, self.groups, self.hubs)
 
     # -- event routing --------------------------------------------------------------------
 
@@ -67,7 +63,7 @@ class OLMAgent(Agent):
 
     def _on_source(self, etype, obj, old):
         if etype != DELETED:
-            self.queue.add("cs/" + _key(obj))
+            self.queue.add("cs/" + obj_key(obj))
         else:
             self.queue.add("defaults")
         for key in self.subs.keys():
@@ -143,11 +139,7 @@ class OLMAgent(Agent):
         conn = ((obj.get("status") or {}).get("connectionState") or {})
         if conn.get("lastObservedState") == "READY":
             return
-        status = olm.catalog_source_status(obj, now_iso())
-        md = obj["metadata"]
-        new = self.kube.merge_patch(K.CATALOGSOURCES, md["name"], {"status": status},
-                                    md["namespace"], subresource="status")
-        self.sources.update_local(new)
+        self.patch_status(self.sources, obj, olm.catalog_source_status(obj, now_iso()))
 
     def csv_for(self, pkg, csv_name, pkg_name, entries, namespace, og=None):
         bundle = pkg.get("bundle") or pkg_name
@@ -168,14 +160,11 @@ class OLMAgent(Agent):
         if _strip(old) == _strip(status):
             return
         status["lastUpdated"] = now_iso()
-        md = sub["metadata"]
-        new = self.kube.merge_patch(K.SUBSCRIPTIONS, md["name"], {"status": status},
-                                    md["namespace"], subresource="status")
-        self.subs.update_local(new)
+        self.patch_status(self.subs, sub, status)
 
     def _catalog_health(self, sub, now):
         out = []
-        for s in sorted(self.sources.items(), key=lambda o: _key(o)):
+        for s in sorted(self.sources.items(), key=obj_key):
             md = s["metadata"]
             out.append({"catalogSourceRef": {"apiVersion": olm.V1A1, "kind": "CatalogSource",
                                              "name": md["name"], "namespace": md["namespace"],
@@ -195,8 +184,8 @@ class OLMAgent(Agent):
         status["catalogHealth"] = self._catalog_health(sub, now)
         source_key = "%s/%s" % (spec.get("sourceNamespace"), spec.get("source"))
         source_ok = self.sources.get(source_key) is not None
-        conds = status.get("conditions") or []
-        conds = olm.set_condition(conds, "CatalogSourcesUnhealthy", "False" if source_ok else "True",
+        conds = olm.set_condition(status.get("conditions") or [], "CatalogSourcesUnhealthy",
+                                  "False" if source_ok else "True",
                                   "AllCatalogSourcesHealthy" if source_ok
                                   else "UnhealthyCatalogSourceFound",
                                   "all available catalogsources are healthy" if source_ok
@@ -204,103 +193,90 @@ class OLMAgent(Agent):
         installed = old.get("installedCSV")
         res = olm.resolve(sub, self.olm_cfg, source_ok, installed)
         if res.error:
-            conds = olm.set_condition(conds, "ResolutionFailed", "True", "ConstraintsNotSatisfiable",
-                                      res.error, now)
-            status["conditions"] = conds
+            status["conditions"] = olm.set_condition(conds, "ResolutionFailed", "True",
+                                                     "ConstraintsNotSatisfiable", res.error, now)
             self._patch_sub_status(sub, status)
             return
         conds = olm.set_condition(conds, "ResolutionFailed", None)
         pkg = self.olm_cfg["packages"][res.package]
-        entries = pkg["channels"][res.channel]
-        target = res.csv
-        if installed == target:
-            self._ensure_csv_phase(ns, pkg, res.package, target, entries)
-            conds = olm.set_condition(conds, "InstallPlanPending", None)
-            status.update({"conditions": conds, "currentCSV": target, "installedCSV": target,
-                           "state": "AtLatestKnown"})
+        install = (ns, pkg, res.package, res.csv, pkg["channels"][res.channel], installed)
+        if installed == res.csv:
+            self._ensure_csv_phase(*install[:5])
+            status.update({"conditions": olm.set_condition(conds, "InstallPlanPending", None),
+                           "currentCSV": res.csv, "installedCSV": res.csv, "state": "AtLatestKnown"})
             self._patch_sub_status(sub, status)
             return
+        plan = self._plan_for(sub, key, res.csv, now)
+        status.update(_plan_refs(plan, ns, res.csv))
+        plan, conds, fields, requeue = self._advance_plan(key, sub, plan, conds, install, now)
+        if conds is None:
+            return
+        status.update(fields, conditions=conds)
+        status["installPlanRef"]["resourceVersion"] = plan["metadata"].get("resourceVersion")
+        self._patch_sub_status(sub, status)
+        if requeue == 0:
+            self.queue.add("sub/" + key)  # maybe an upgrade to the channel head is next
+        elif requeue is not None:
+            self.queue.add_after("sub/" + key, requeue)
 
-        plan = None
-        ref = old.get("installPlanRef") or {}
+    def _plan_for(self, sub, key, target, now):
+        """The Subscription's InstallPlan for ``target``: the one it refers to, else a new one
+        (Installing when approved, else RequiresApproval)."""
+        ns = key.split("/", 1)[0]
+        ref = (sub.get("status") or {}).get("installPlanRef") or {}
         if ref.get("name"):
             plan = self.plans.get("%s/%s" % (ns, ref["name"]))
-            if plan is not None and target not in (plan.get("spec") or {}).get(
+            if plan is not None and target in (plan.get("spec") or {}).get(
                     "clusterServiceVersionNames", []):
-                plan = None
-        if plan is None:
-            approval = spec.get("installPlanApproval") or "Automatic"
-            obj = olm.make_installplan(sub, target, approval)
-            plan = self.kube.create(K.INSTALLPLANS, obj, ns)
-            phase = "Installing" if plan["spec"]["approved"] else "RequiresApproval"
-            plan = self._set_plan_status(plan, olm.installplan_status(phase, sub, target, now=now))
-            if phase == "Installing":
-                self.due[plan["metadata"]["uid"]] = time.monotonic() + self.olm_cfg["install_seconds"]
-                self.queue.add_after("sub/" + key, self.olm_cfg["install_seconds"])
-            self.log.info("%s: InstallPlan %s for %s (%s)", key, plan["metadata"]["name"], target,
-                          phase)
-        pmd = plan["metadata"]
+                return plan
+        approval = (sub.get("spec") or {}).get("installPlanApproval") or "Automatic"
+        plan = self.kube.create(K.INSTALLPLANS, olm.make_installplan(sub, target, approval), ns)
+        phase = "Installing" if plan["spec"]["approved"] else "RequiresApproval"
+        plan = self._set_plan_status(plan, olm.installplan_status(phase, sub, target, now=now))
+        if phase == "Installing":
+            self.due[plan["metadata"]["uid"]] = time.monotonic() + self.olm_cfg["install_seconds"]
+            self.queue.add_after("sub/" + key, self.olm_cfg["install_seconds"])
+        self.log.info("%s: InstallPlan %s for %s (%s)", key, plan["metadata"]["name"], target, phase)
+        return plan
+
+    def _advance_plan(self, key, sub, plan, conds, install, now):
+        """Move the InstallPlan on: approval, install_seconds of Installing, then the CSV.
+        Returns (plan, conditions, status fields, requeue: None, 0 = now, or seconds);
+        conditions None = a phase left alone (the Subscription is not patched)."""
+        target = install[3]
+        uid = plan["metadata"]["uid"]
         pphase = (plan.get("status") or {}).get("phase") or ""
-        approved = bool((plan.get("spec") or {}).get("approved"))
-        status.update({
-            "currentCSV": target,
-            "installPlanRef": {"apiVersion": olm.V1A1, "kind": "InstallPlan", "name": pmd["name"],
-                               "namespace": ns, "resourceVersion": pmd.get("resourceVersion"),
-                               "uid": pmd.get("uid")},
-            "installplan": {"apiVersion": olm.V1A1, "kind": "InstallPlan", "name": pmd["name"],
-                            "uuid": pmd.get("uid")},
-            "installPlanGeneration": (plan.get("spec") or {}).get("generation", 1),
-            "state": "UpgradePending",
-        })
-        if not approved:
+        if not bool((plan.get("spec") or {}).get("approved")):
             if pphase != "RequiresApproval":
                 plan = self._set_plan_status(plan, olm.installplan_status(
                     "RequiresApproval", sub, target, now=now))
-            conds = olm.set_condition(conds, "InstallPlanPending", "True", "RequiresApproval", "",
-                                      now)
-            status["conditions"] = conds
-            status["installPlanRef"]["resourceVersion"] = plan["metadata"].get("resourceVersion")
-            self._patch_sub_status(sub, status)
-            return
+            return plan, olm.set_condition(conds, "InstallPlanPending", "True", "RequiresApproval",
+                                           "", now), {}, None
         if pphase in ("", "Planning", "RequiresApproval"):
             plan = self._set_plan_status(plan, olm.installplan_status("Installing", sub, target,
                                                                       now=now))
-            self.due[pmd["uid"]] = time.monotonic() + self.olm_cfg["install_seconds"]
+            self.due[uid] = time.monotonic() + self.olm_cfg["install_seconds"]
             pphase = "Installing"
         if pphase == "Installing":
-            due = self.due.setdefault(pmd["uid"], time.monotonic())
-            left = due - time.monotonic()
+            left = self.due.setdefault(uid, time.monotonic()) - time.monotonic()
             if left > 0:
-                conds = olm.set_condition(conds, "InstallPlanPending", "True", "Installing", "", now)
-                status["conditions"] = conds
-                status["installPlanRef"]["resourceVersion"] = plan["metadata"].get("resourceVersion")
-                self._patch_sub_status(sub, status)
-                self.queue.add_after("sub/" + key, left)
-                return
-            self._install_csv(ns, pkg, res.package, target, entries, installed)
+                return plan, olm.set_condition(conds, "InstallPlanPending", "True", "Installing",
+                                               "", now), {}, left
+            self._install_csv(*install)
             plan = self._set_plan_status(plan, olm.installplan_status(
                 "Complete", sub, target, step_status="Created", now=now))
-            self.due.pop(pmd["uid"], None)
+            self.due.pop(uid, None)
             pphase = "Complete"
         if pphase == "Complete":
-            conds = olm.set_condition(conds, "InstallPlanPending", None)
-            status.update({"conditions": conds, "installedCSV": target, "state": "AtLatestKnown"})
-            status["installPlanRef"]["resourceVersion"] = plan["metadata"].get("resourceVersion")
-            self._patch_sub_status(sub, status)
-            self.queue.add("sub/" + key)  # maybe an upgrade to the channel head is next
-            return
+            return (plan, olm.set_condition(conds, "InstallPlanPending", None),
+                    {"installedCSV": target, "state": "AtLatestKnown"}, 0)
         if pphase == "Failed":
-            conds = olm.set_condition(conds, "InstallPlanFailed", "True", "InstallComponentFailed",
-                                      "", now)
-            status["conditions"] = conds
-            self._patch_sub_status(sub, status)
+            return plan, olm.set_condition(conds, "InstallPlanFailed", "True",
+                                           "InstallComponentFailed", "", now), {}, None
+        return plan, None, {}, None
 
     def _set_plan_status(self, plan, status):
-        md = plan["metadata"]
-        new = self.kube.merge_patch(K.INSTALLPLANS, md["name"], {"status": status},
-                                    md["namespace"], subresource="status")
-        self.plans.update_local(new)
-        return new
+        return self.patch_status(self.plans, plan, status)
 
     def _groups_in(self, ns):
         return [g for g in self.groups.items() if g["metadata"]["namespace"] == ns]
@@ -346,9 +322,7 @@ class OLMAgent(Agent):
                     "olm.operatorGroup": og["metadata"]["name"], "olm.operatorNamespace": ns,
                     "olm.targetNamespaces": ",".join(targets)}}}, ns)
             self._og_status(og)
-        status = olm.csv_status(phase, reason, message, now)
-        new = self.kube.merge_patch(K.CSVS, target, {"status": status}, ns, subresource="status")
-        self.csvs.update_local(new)
+        self.patch_status(self.csvs, csv, olm.csv_status(phase, reason, message, now))
         self.log.info("%s: CSV %s %s (%s)", ns, target, phase, reason)
 
     def _og_status(self, og):
@@ -365,6 +339,17 @@ class OLMAgent(Agent):
             self.log.debug("operatorgroup status: %s", exc)
 
 
-def _key(obj):
-    md = obj["metadata"]
-    return "%s/%s" % (md["namespace"], md["name"]) if md.get("namespace") else md["name"]
+
+def _plan_refs(plan, ns, target):
+    """The Subscription status fields that point at its InstallPlan."""
+    pmd = plan["metadata"]
+    return {
+        "currentCSV": target,
+        "installPlanRef": {"apiVersion": olm.V1A1, "kind": "InstallPlan", "name": pmd["name"],
+                           "namespace": ns, "resourceVersion": pmd.get("resourceVersion"),
+                           "uid": pmd.get("uid")},
+        "installplan": {"apiVersion": olm.V1A1, "kind": "InstallPlan", "name": pmd["name"],
+                        "uuid": pmd.get("uid")},
+        "installPlanGeneration": (plan.get("spec") or {}).get("generation", 1),
+        "state": "UpgradePending",
+    }

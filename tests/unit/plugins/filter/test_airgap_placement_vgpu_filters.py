@@ -8,10 +8,8 @@ __metaclass__ = type
 
 import base64
 import json
-import os
 
 import pytest
-import yaml
 
 from ansible.errors import AnsibleFilterError
 
@@ -20,23 +18,12 @@ from ansible_collections.gpuops.gpu.plugins.filter import mirror, placement, vgp
 FILTERS = {}
 for _module in (mirror, placement, vgpu):
     FILTERS.update(_module.FilterModule().filters())
-FILTER_DIR = os.path.join(os.path.dirname(__file__), '..', '..', '..', '..', 'plugins', 'filter')
 MIRROR = 'mirror.example.com:8443'
 
 
 def test_filter_names():
     assert sorted(FILTERS) == ['daemonsets_not_ready_for', 'docker_config_merge', 'gpu_node_placement_plan', 'mirror_plan',
                                'public_registry_references', 'taint_errors', 'tolerations_for_taints', 'vgpu_plan']
-
-
-@pytest.mark.parametrize('name', sorted(FILTERS))
-def test_every_filter_has_sidecar_docs(name):
-    with open(os.path.join(FILTER_DIR, name + '.yml')) as handle:
-        docs = yaml.safe_load(handle)
-    assert docs['DOCUMENTATION']['name'] == name
-    assert docs['DOCUMENTATION']['version_added'] == '0.1.0'
-    assert docs['EXAMPLES'].strip()
-    assert '_value' in docs['RETURN']
 
 
 def test_mirror_plan_filter():

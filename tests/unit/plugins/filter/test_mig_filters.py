@@ -2,15 +2,12 @@
 # Copyright: (c) 2026, gpuops.gpu contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""Tests for the MIG filters (plugins/filter/mig.py) and their sidecar docs."""
+"""Tests for the MIG filters (plugins/filter/mig.py); their sidecar docs: test_sidecar_docs.py."""
 
 from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
 
-import os
-
 import pytest
-import yaml
 
 from ansible.errors import AnsibleFilterError
 
@@ -18,7 +15,6 @@ from ansible_collections.gpuops.gpu.plugins.filter import mig as mig_filters
 
 FILTERS = mig_filters.FilterModule().filters()
 A100 = 'NVIDIA-A100-SXM4-40GB'
-DOC_DIR = os.path.dirname(mig_filters.__file__)
 
 
 def test_filter_names():
@@ -74,7 +70,7 @@ def test_mig_profiles_overrides():
 @pytest.mark.parametrize('product,overrides,fragment', [
     ('NVIDIA-V100', None, "unknown GPU product 'NVIDIA-V100'; known: A10, "),
     (None, None, 'GPU product must be a string'),
-    (A100, {'A100-SXM4-40GB': {'bogus': 1}}, 'unknown key(s) bogus'),
+    (A100, {'A100-SXM4-40GB': {'bogus': 1}}, "overrides for 'A100-SXM4-40GB': unknown key 'bogus'"),
 ])
 def test_mig_profiles_errors(product, overrides, fragment):
     with pytest.raises(AnsibleFilterError) as exc:
@@ -93,33 +89,3 @@ def test_mig_parted_errors():
         'A100-SXM4-40GB']
     assert FILTERS['mig_parted_errors']({'version': 'v1'}) == [
         "'mig-configs' must be a non-empty mapping of config name -> entries"]
-
-
-# --- sidecar documentation -------------------------------------------------------
-
-@pytest.mark.parametrize('name', sorted(FILTERS))
-def test_sidecar_docs(name):
-    with open(os.path.join(DOC_DIR, name + '.yml')) as handle:
-        docs = yaml.safe_load(handle)
-    documentation = docs['DOCUMENTATION']
-    assert documentation['name'] == name
-    assert documentation['short_description']
-    assert documentation['options']['_input']['required'] is True
-    positional = [p.strip() for p in documentation['positional'].split(',')]
-    assert positional[0] == '_input' and all(p in documentation['options'] for p in positional)
-    assert 'gpuops.gpu.' + name in docs['EXAMPLES']
-    assert '_value' in docs['RETURN']
-    assert all(isinstance(text, str) for text in _descriptions(docs)), 'a description parsed as non-text'
-
-
-def _descriptions(node):
-    """Every description line in a doc tree (a stray ': ' in YAML turns one into a mapping)."""
-    if isinstance(node, dict):
-        for key, value in node.items():
-            if key == 'description':
-                yield from (value if isinstance(value, list) else [value])
-            else:
-                yield from _descriptions(value)
-    elif isinstance(node, list):
-        for item in node:
-            yield from _descriptions(item)

@@ -6,33 +6,19 @@
 from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
 
-import os
-
 import pytest
-import yaml
 
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.gpuops.gpu.plugins.filter.quota import FilterModule
 
 FILTERS = FilterModule().filters()
-FILTER_DIR = os.path.join(os.path.dirname(__file__), '..', '..', '..', '..', 'plugins', 'filter')
 SHARED_4 = [{'metadata': {'name': 'n1', 'labels': {'nvidia.com/gpu.replicas': '4'}}}]
 
 
 def test_filter_names():
     assert sorted(FILTERS) == ['gpu_quota_errors', 'gpu_quota_hard', 'gpu_quota_notes', 'gpu_quota_plan',
                                'gpu_quota_replicas', 'gpu_quota_timeslicing_warnings']
-
-
-@pytest.mark.parametrize('name', sorted(FILTERS))
-def test_every_filter_has_sidecar_docs(name):
-    with open(os.path.join(FILTER_DIR, name + '.yml')) as handle:
-        docs = yaml.safe_load(handle)
-    assert docs['DOCUMENTATION']['name'] == name
-    assert docs['DOCUMENTATION']['version_added'] == '0.1.0'
-    assert docs['EXAMPLES'].strip()
-    assert '_value' in docs['RETURN']
 
 
 def test_hard_normalises_and_fails_on_errors():

@@ -6,8 +6,6 @@
 from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
 
-import os
-
 import pytest
 import yaml
 
@@ -16,7 +14,6 @@ from ansible.errors import AnsibleFilterError
 from ansible_collections.gpuops.gpu.plugins.filter.sharing import FilterModule
 
 FILTERS = FilterModule().filters()
-FILTER_DIR = os.path.join(os.path.dirname(__file__), '..', '..', '..', '..', 'plugins', 'filter')
 
 TS_10 = {'version': 'v1', 'sharing': {'timeSlicing': {'resources': [{'name': 'nvidia.com/gpu', 'replicas': 10}]}}}
 MPS_10_RENAMED = {'version': 'v1', 'sharing': {'mps': {'renameByDefault': True, 'resources': [
@@ -27,15 +24,6 @@ GPU = {'key': 'nvidia.com/gpu', 'operator': 'Exists', 'effect': 'NoSchedule'}
 def test_filter_names():
     assert sorted(FILTERS) == ['merge_tolerations', 'sharing_capacity', 'sharing_config_errors',
                                'sharing_profile_errors', 'sharing_profiles_data']
-
-
-@pytest.mark.parametrize('name', sorted(FILTERS))
-def test_every_filter_has_sidecar_docs(name):
-    with open(os.path.join(FILTER_DIR, name + '.yml')) as handle:
-        docs = yaml.safe_load(handle)
-    assert docs['DOCUMENTATION']['name'] == name
-    assert docs['EXAMPLES'].strip()
-    assert '_value' in docs['RETURN']
 
 
 def test_sharing_config_errors_valid_and_invalid():

@@ -3,7 +3,7 @@
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Real-looking Node and Pod objects (as the API returns them, decoded JSON) for unit tests.
 
-Labels follow what GFD/NFD/mig-manager write (nvidia-facts.md §2.3, §4):
+Labels follow what GFD/NFD/mig-manager write (docs/facts.md#gpu-feature-discovery-labels, #mig-manager):
 * a100-0: A100-40GB, MIG strategy single, all-1g.5gb applied (56 MIG devices, product suffix)
 * h100-0: H100-80GB, MIG strategy mixed, reconfiguration pending, cordoned, operands paused
 * t4-0: T4, time-slicing replicas 4 (product -SHARED suffix)

@@ -12,19 +12,8 @@ import json
 
 import pytest
 
-from ansible.module_utils import _internal, basic
-from ansible.module_utils.common import warnings as module_warnings
-from ansible.module_utils.common.text.converters import to_bytes
-
-from ansible_collections.gpuops.gpu.plugins.module_utils.k8s import client as k8s_client
-
 from ansible_collections.gpuops.gpu.plugins.module_utils.ops import taints as taints_cluster
 from ansible_collections.gpuops.gpu.plugins.modules import node_taints
-
-try:
-    from ansible.module_utils.testing import patch_module_args
-except ImportError:  # ansible-core < 2.19
-    patch_module_args = None
 
 OWNED = 'gpuops.gpu/owned-taints'
 GPU = {'key': 'nvidia.com/gpu', 'effect': 'NoSchedule'}
@@ -106,11 +95,6 @@ class FakeStore(object):
         self.resources = FakeResources(self)
 
 
-class FakeConnection(object):
-    def __init__(self, store):
-        self.dynamic = store
-
-
 def node(name, taints=None, labels=None, owned=None):
     md = {'name': name, 'resourceVersion': '1', 'labels': labels or {}}
     if owned is not None:
@@ -125,36 +109,25 @@ def machineset(name, taints=None, labels=None):
 
 
 @pytest.fixture(autouse=True)
-def fresh(monkeypatch):
-    if hasattr(_internal, 'is_controller'):
-        monkeypatch.setattr(_internal, 'is_controller', False)
+def api_errors(monkeypatch):
     monkeypatch.setattr(taints_cluster, 'NotFoundError', NotFound)
     monkeypatch.setattr(taints_cluster, 'ConflictError', Conflict)
-    getattr(module_warnings, '_global_warnings').clear()
 
 
-def run_module(monkeypatch, capsys, args, store, check=False, diff=False):
-    monkeypatch.setattr(k8s_client, 'connect', lambda module: FakeConnection(store))
-    args = dict(args, _ansible_check_mode=check, _ansible_diff=diff)
-    if patch_module_args is not None:
-        with patch_module_args(args):
-            with pytest.raises(SystemExit) as info:
-                node_taints.main()
-    else:
-        monkeypatch.setattr(basic, '_ANSIBLE_ARGS', to_bytes(json.dumps({'ANSIBLE_MODULE_ARGS': args})))
-        with pytest.raises(SystemExit) as info:
-            node_taints.main()
-    return info.value.code, json.loads(capsys.readouterr().out)
+@pytest.fixture
+def run_taints(run_module):
+    """node_taints through the module harness (conftest.py), ``store`` as the dynamic client."""
+    return lambda args, store, check=False, diff=False: run_module(node_taints, args, check, diff, dynamic=store)
 
 
 def taints_of(store, name):
     return store.objects[('Node', None, name)]['spec'].get('taints')
 
 
-def test_adds_keeps_foreign_and_records_ownership(monkeypatch, capsys):
+def test_adds_keeps_foreign_and_records_ownership(run_taints):
     store = FakeStore([node('gpu-0', [FOREIGN], {'gpu': 'true'}), node('gpu-1', None, {'gpu': 'true'}),
                        node('cpu-0')])
-    rc, out = run_module(monkeypatch, capsys, {'label_selector': 'gpu=true', 'taints': [GPU]}, store, diff=True)
+    rc, out = run_taints({'label_selector': 'gpu=true', 'taints': [GPU]}, store, diff=True)
     assert rc == 0 and out['changed']
     assert out['changed_objects'] == ['Node/gpu-0', 'Node/gpu-1']
     assert taints_of(store, 'gpu-0') == [FOREIGN, GPU] and taints_of(store, 'gpu-1') == [GPU]
@@ -163,21 +136,21 @@ def test_adds_keeps_foreign_and_records_ownership(monkeypatch, capsys):
     assert out['diff']['before']['Node/gpu-0'] == [FOREIGN]
     assert out['diff']['after']['Node/gpu-0'] == [FOREIGN, GPU]
     # second run: no change
-    rc, out = run_module(monkeypatch, capsys, {'label_selector': 'gpu=true', 'taints': [GPU]}, store)
+    rc, out = run_taints({'label_selector': 'gpu=true', 'taints': [GPU]}, store)
     assert rc == 0 and not out['changed'] and len(store.patches) == 2
 
 
-def test_check_mode_writes_nothing(monkeypatch, capsys):
+def test_check_mode_writes_nothing(run_taints):
     store = FakeStore([node('gpu-0', [])])
-    rc, out = run_module(monkeypatch, capsys, {'nodes': ['gpu-0'], 'taints': [GPU]}, store, check=True)
+    rc, out = run_taints({'nodes': ['gpu-0'], 'taints': [GPU]}, store, check=True)
     assert rc == 0 and out['changed'] and out['objects'][0]['added'] == ['nvidia.com/gpu:NoSchedule']
     assert store.patches == [] and taints_of(store, 'gpu-0') == []
 
 
-def test_absent_removes_only_owned(monkeypatch, capsys):
+def test_absent_removes_only_owned(run_taints):
     store = FakeStore([node('gpu-0', [FOREIGN, GPU], owned=['nvidia.com/gpu:NoSchedule']),
                        node('gpu-1', [GPU])])
-    rc, out = run_module(monkeypatch, capsys, {'nodes': ['gpu-0', 'gpu-1'], 'taints': [GPU], 'state': 'absent'}, store)
+    rc, out = run_taints({'nodes': ['gpu-0', 'gpu-1'], 'taints': [GPU], 'state': 'absent'}, store)
     assert rc == 0 and out['changed_objects'] == ['Node/gpu-0']
     assert taints_of(store, 'gpu-0') == [FOREIGN] and taints_of(store, 'gpu-1') == [GPU]
     assert OWNED not in store.objects[('Node', None, 'gpu-0')]['metadata']['annotations']
@@ -194,45 +167,44 @@ def test_absent_removes_only_owned(monkeypatch, capsys):
      'taint conflicts, nothing changed'),
     ({'machinesets': ['missing'], 'taints': [GPU]}, 'MachineSet openshift-machine-api/missing does not exist'),
 ])
-def test_bad_input_fails_before_any_write(monkeypatch, capsys, args, fragment):
+def test_bad_input_fails_before_any_write(run_taints, args, fragment):
     store = FakeStore([node('gpu-0', []), node('gpu-1', [{'key': 'dedicated', 'value': 'ml', 'effect': 'NoSchedule'}])])
-    rc, out = run_module(monkeypatch, capsys, args, store)
+    rc, out = run_taints(args, store)
     assert rc == 1 and fragment in out['msg'] and not out['changed']
     assert store.patches == []
 
 
-def test_selector_without_match_allowed(monkeypatch, capsys):
+def test_selector_without_match_allowed(run_taints):
     store = FakeStore([node('gpu-0', [])])
-    rc, out = run_module(monkeypatch, capsys, {'label_selector': 'pool=none', 'taints': [GPU], 'require_match': False},
-                         store)
+    rc, out = run_taints({'label_selector': 'pool=none', 'taints': [GPU], 'require_match': False}, store)
     assert rc == 0 and not out['changed'] and out['objects'] == []
 
 
-def test_no_machine_api(monkeypatch, capsys):
+def test_no_machine_api(run_taints):
     store = FakeStore([], machine_api=False)
-    rc, out = run_module(monkeypatch, capsys, {'machineset_selector': 'gpu=true', 'taints': [GPU]}, store)
+    rc, out = run_taints({'machineset_selector': 'gpu=true', 'taints': [GPU]}, store)
     assert rc == 1 and 'not served' in out['msg']
 
 
-def test_machineset_template(monkeypatch, capsys):
+def test_machineset_template(run_taints):
     store = FakeStore([machineset('gpu-a100', labels={'gpu': 'true'}), machineset('cpu')])
-    rc, out = run_module(monkeypatch, capsys, {'machineset_selector': 'gpu=true', 'taints': [GPU]}, store)
+    rc, out = run_taints({'machineset_selector': 'gpu=true', 'taints': [GPU]}, store)
     assert rc == 0 and out['changed_objects'] == ['MachineSet/gpu-a100']
     obj = store.objects[('MachineSet', 'openshift-machine-api', 'gpu-a100')]
     assert obj['spec']['template']['spec']['taints'] == [GPU]
     assert out['objects'][0]['namespace'] == 'openshift-machine-api'
 
 
-def test_conflict_is_replanned_and_keeps_the_concurrent_taint(monkeypatch, capsys):
+def test_conflict_is_replanned_and_keeps_the_concurrent_taint(run_taints):
     store = FakeStore([node('gpu-0', [])])
     store.conflicts = 1
-    rc, out = run_module(monkeypatch, capsys, {'nodes': ['gpu-0'], 'taints': [GPU]}, store)
+    rc, out = run_taints({'nodes': ['gpu-0'], 'taints': [GPU]}, store)
     assert rc == 0 and out['changed']
     assert taints_of(store, 'gpu-0') == [{'key': 'racer', 'effect': 'NoSchedule'}, GPU]
 
 
-def test_endless_conflicts_give_up(monkeypatch, capsys):
+def test_endless_conflicts_give_up(run_taints):
     store = FakeStore([node('gpu-0', [])])
     store.conflicts = 100
-    rc, out = run_module(monkeypatch, capsys, {'nodes': ['gpu-0'], 'taints': [GPU], 'conflict_retries': 2}, store)
+    rc, out = run_taints({'nodes': ['gpu-0'], 'taints': [GPU], 'conflict_retries': 2}, store)
     assert rc == 1 and 'kept changing concurrently (3 conflicts)' in out['msg']

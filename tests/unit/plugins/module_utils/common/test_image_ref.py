@@ -6,15 +6,11 @@
 from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
 
-import base64
-import json
-
 import pytest
 
 from ansible_collections.gpuops.gpu.plugins.module_utils.common.image_ref import (
-    ImageRefError, credential_errors, default_mirror, docker_auth, docker_config_registries, host_errors,
-    image_name, is_public_host, merge_docker_config, mirror_reference, mirror_set_entries, normalize_image,
-    normalize_repositories, parse_image, public_registry_references, repository_errors)
+    ImageRefError, default_mirror, host_errors, image_name, is_public_host, mirror_reference, mirror_set_entries,
+    normalize_image, normalize_repositories, parse_image, repository_errors)
 
 DIGEST = 'sha256:' + 'ab' * 32
 MIRROR = 'mirror.example.com:8443'
@@ -119,7 +115,7 @@ def test_normalize_repositories():
 @pytest.mark.parametrize('repos, registry, fragment', [
     ('nvcr.io', MIRROR, 'must be a list'),
     ([42], MIRROR, 'must be a source repository or a mapping'),
-    ([{'source': 'nvcr.io/nvidia', 'mirorr': 'x'}], MIRROR, "unknown key(s) mirorr"),
+    ([{'source': 'nvcr.io/nvidia', 'mirorr': 'x'}], MIRROR, "unknown key 'mirorr'; did you mean 'mirror'?"),
     (['nvidia'], MIRROR, 'must start with a registry host'),
     (['nvcr.io/nvidia', 'nvcr.io/nvidia/'], MIRROR, 'already mapped'),
     (['nvcr.io/nvidia'], None, 'mirror is needed'),
@@ -137,135 +133,3 @@ def test_mirror_set_entries_sorted_with_policy():
     assert [e['source'] for e in entries] == ['a.io/y', 'b.io/x']
     assert entries[0] == {'source': 'a.io/y', 'mirrors': ['m.io/y'], 'mirrorSourcePolicy': 'NeverContactSource'}
     assert 'mirrorSourcePolicy' not in mirror_set_entries([{'source': 'a.io', 'mirror': 'm.io'}])[0]
-
-
-# --- the air-gap check -----------------------------------------------------------------------
-
-def _policy(**spec):
-    return {'apiVersion': 'nvidia.com/v1', 'kind': 'ClusterPolicy', 'metadata': {'name': 'gpu-cluster-policy'},
-            'spec': spec}
-
-
-def test_public_references_finds_images_repositories_and_text():
-    objects = [
-        _policy(driver={'repository': 'nvcr.io/nvidia', 'image': 'driver', 'version': '550'},
-                toolkit={'image': 'nvcr.io/nvidia/k8s/container-toolkit@' + DIGEST},
-                devicePlugin={'repository': 'nvidia', 'image': 'k8s-device-plugin', 'version': '1'},
-                gfd={'image': 'nvidia/gfd:1'},
-                validator={'repository': MIRROR + '/nvidia', 'image': 'validator', 'version': '1'}),
-        {'apiVersion': 'v1', 'kind': 'ConfigMap', 'metadata': {'name': 'cm', 'namespace': 'ns'},
-         'data': {'script': 'skopeo copy docker://quay.io/foo/bar:1 dir:/x', 'fine': 'see ' + MIRROR + '/x'}},
-        {'apiVersion': 'operators.coreos.com/v1alpha1', 'kind': 'CatalogSource',
-         'metadata': {'name': 'cs', 'namespace': 'openshift-marketplace'},
-         'spec': {'image': 'registry.redhat.io/redhat/redhat-operator-index:v4.18'}},
-    ]
-    found = public_registry_references(objects, MIRROR)
-    paths = sorted((f['object'], f['path'], f['registry']) for f in found)
-    assert paths == [
-        ('CatalogSource openshift-marketplace/cs', 'spec.image', 'registry.redhat.io'),
-        ('ClusterPolicy gpu-cluster-policy', 'spec.devicePlugin.repository', 'docker.io'),
-        ('ClusterPolicy gpu-cluster-policy', 'spec.driver.repository', 'nvcr.io'),
-        ('ClusterPolicy gpu-cluster-policy', 'spec.gfd.image', 'docker.io'),
-        ('ClusterPolicy gpu-cluster-policy', 'spec.toolkit.image', 'nvcr.io'),
-        ('ConfigMap ns/cm', 'data.script', 'quay.io'),
-    ]
-
-
-def test_public_references_exemptions():
-    objects = [
-        {'kind': 'ImageDigestMirrorSet', 'metadata': {'name': 'm'},
-         'spec': {'imageDigestMirrors': [{'source': 'nvcr.io/nvidia', 'mirrors': [MIRROR + '/nvidia']}]}},
-        {'kind': 'ImageTagMirrorSet', 'metadata': {'name': 'm'},
-         'spec': {'imageTagMirrors': [{'source': 'nvcr.io/nvidia', 'mirrors': [MIRROR + '/nvidia']}]}},
-        {'kind': 'ImageContentSourcePolicy', 'metadata': {'name': 'm'},
-         'spec': {'repositoryDigestMirrors': [{'source': 'quay.io/x', 'mirrors': [MIRROR + '/x']}]}},
-        {'kind': 'Secret', 'metadata': {'name': 's'}, 'data': {'x': 'nvcr.io/nvidia'}},
-        _policy(driver={'repository': MIRROR + '/nvidia', 'image': 'driver', 'version': '550'},
-                licensing={'secretName': 'licensing-config'}),
-    ]
-    assert public_registry_references(objects, MIRROR) == []
-    # a mirror rule pointing at a public registry is still caught
-    bad = {'kind': 'ImageDigestMirrorSet', 'metadata': {'name': 'm'},
-           'spec': {'imageDigestMirrors': [{'source': 'nvcr.io/nvidia', 'mirrors': ['quay.io/nvidia']}]}}
-    assert [f['registry'] for f in public_registry_references([bad], MIRROR)] == ['quay.io']
-
-
-def test_public_references_mirror_on_a_public_host_is_allowed():
-    obj = _policy(driver={'image': 'quay.io/acme-mirror/nvidia/driver:1'})
-    assert public_registry_references([obj], 'quay.io/acme-mirror') == []
-    assert public_registry_references([obj], ['quay.io/other']) != []
-    assert public_registry_references([obj], None) != []
-
-
-def test_public_references_with_custom_list():
-    obj = _policy(driver={'image': 'artifactory.corp/nvidia/driver:1'})
-    assert public_registry_references([obj], None, ['corp']) != []
-    assert public_registry_references([obj, 'not an object'], None) == []
-
-
-# --- pull secrets ----------------------------------------------------------------------------
-
-def _b64(doc):
-    return base64.b64encode(json.dumps(doc).encode()).decode()
-
-
-def _decode(data):
-    return json.loads(base64.b64decode(data))
-
-
-def test_docker_auth():
-    assert base64.b64decode(docker_auth('user', 'p:w')).decode() == 'user:p:w'
-
-
-def test_merge_keeps_existing_entries_and_adds_new():
-    existing = _b64({'auths': {'quay.io': {'auth': 'xx', 'email': 'a@b'}, 'cloud.openshift.com': {'auth': 'yy'}}})
-    result = merge_docker_config(existing, [{'registry': MIRROR, 'username': 'u', 'password': 'p'}])
-    assert result['changed'] and result['added'] == [MIRROR] and result['updated'] == []
-    doc = _decode(result['data'])
-    assert list(doc['auths']) == ['quay.io', 'cloud.openshift.com', MIRROR]
-    assert doc['auths']['quay.io'] == {'auth': 'xx', 'email': 'a@b'}
-    assert doc['auths'][MIRROR] == {'auth': docker_auth('u', 'p')}
-
-
-def test_merge_is_idempotent_whatever_the_formatting():
-    existing = base64.b64encode(json.dumps({'auths': {MIRROR: {'auth': docker_auth('u', 'p')}}},
-                                           indent=4).encode()).decode()
-    result = merge_docker_config(existing, [{'registry': MIRROR, 'username': 'u', 'password': 'p'}])
-    assert result == {'changed': False, 'data': existing, 'added': [], 'updated': []}
-
-
-def test_merge_updates_changed_password_keeping_other_fields():
-    existing = _b64({'auths': {MIRROR: {'auth': docker_auth('u', 'old'), 'email': 'ops@example.com',
-                                        'username': 'u', 'password': 'old'}}})
-    result = merge_docker_config(existing, [{'registry': MIRROR, 'username': 'u', 'password': 'new'}])
-    assert result['updated'] == [MIRROR]
-    assert _decode(result['data'])['auths'][MIRROR] == {'auth': docker_auth('u', 'new'), 'email': 'ops@example.com'}
-
-
-def test_merge_into_empty_and_with_auth_entries():
-    result = merge_docker_config('', [{'registry': MIRROR, 'auth': 'abc'}])
-    assert result['changed'] and _decode(result['data']) == {'auths': {MIRROR: {'auth': 'abc'}}}
-    assert docker_config_registries(result['data']) == [MIRROR]
-
-
-@pytest.mark.parametrize('existing', ['not-base64!', base64.b64encode(b'not json').decode(),
-                                      _b64({'auths': []}), _b64(['x'])])
-def test_merge_refuses_unreadable_existing_without_leaking(existing):
-    with pytest.raises(ValueError) as info:
-        merge_docker_config(existing, [{'registry': MIRROR, 'username': 'u', 'password': 'SECRET'}])
-    assert 'SECRET' not in str(info.value)
-
-
-def test_credential_errors_never_contain_the_password():
-    entries = [{'registry': 'https://m.example.com', 'username': 'u:x', 'password': 'SECRET'},
-               {'registry': MIRROR, 'username': '', 'password': ''},
-               {'registry': MIRROR, 'username': 'u', 'password': 'SECRET', 'token': 1}, 'x']
-    errors = credential_errors(entries)
-    assert errors and not any('SECRET' in e for e in errors)
-    text = ' '.join(errors)
-    for fragment in ('scheme', "must not contain ':'", 'username is required', 'password is required',
-                     'appears twice', 'unknown key(s) token', 'must be a mapping'):
-        assert fragment in text
-    assert credential_errors(None) == []
-    assert credential_errors('x') == ['credentials must be a list, got string']
-    assert credential_errors([{'registry': MIRROR, 'auth': 'abc'}]) == []

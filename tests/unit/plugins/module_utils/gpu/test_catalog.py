@@ -16,7 +16,6 @@ from ansible_collections.gpuops.gpu.plugins.module_utils.gpu import catalog as m
 from ansible_collections.gpuops.gpu.plugins.module_utils.gpu.catalog import (
     ENTRY_KEYS,
     PROFILE_KEYS,
-    MigCatalogError,
     canonical_product,
     get_product,
     is_media_extension,
@@ -24,7 +23,6 @@ from ansible_collections.gpuops.gpu.plugins.module_utils.gpu.catalog import (
     parse_profile,
     product_names,
     products_with_profile,
-    require_product,
 )
 
 ALL = product_names()
@@ -32,19 +30,17 @@ MIG = [p for p in ALL if get_product(p)['mig_capable']]
 NON_MIG = [p for p in ALL if not get_product(p)['mig_capable']]
 PROFILES = [(p, name) for p in MIG for name in sorted(get_product(p)['profiles'])]
 
-# (product, expected profile names) -- nvidia-facts.md 1.2
+# (product, expected profile names) -- docs/facts.md#8-memory-slice-gpus
+_A100_40GB = ['1g.5gb', '1g.5gb+me', '1g.10gb', '2g.10gb', '3g.20gb', '4g.20gb', '7g.40gb']
+_80GB = ['1g.10gb', '1g.10gb+me', '1g.20gb', '2g.20gb', '3g.40gb', '4g.40gb', '7g.80gb']
+_H200 = ['1g.18gb', '1g.18gb+me', '1g.35gb', '2g.35gb', '3g.71gb', '4g.71gb', '7g.141gb']
 EXPECTED_PROFILES = {
-    'A100-SXM4-40GB': ['1g.5gb', '1g.5gb+me', '1g.10gb', '2g.10gb', '3g.20gb', '4g.20gb', '7g.40gb'],
-    'A100-PCIE-40GB': ['1g.5gb', '1g.5gb+me', '1g.10gb', '2g.10gb', '3g.20gb', '4g.20gb', '7g.40gb'],
-    'A100-SXM4-80GB': ['1g.10gb', '1g.10gb+me', '1g.20gb', '2g.20gb', '3g.40gb', '4g.40gb', '7g.80gb'],
-    'A100-PCIE-80GB': ['1g.10gb', '1g.10gb+me', '1g.20gb', '2g.20gb', '3g.40gb', '4g.40gb', '7g.80gb'],
-    'H100-80GB-HBM3': ['1g.10gb', '1g.10gb+me', '1g.20gb', '2g.20gb', '3g.40gb', '4g.40gb', '7g.80gb'],
-    'H100-PCIe': ['1g.10gb', '1g.10gb+me', '1g.20gb', '2g.20gb', '3g.40gb', '4g.40gb', '7g.80gb'],
+    'A100-SXM4-40GB': _A100_40GB, 'A100-PCIE-40GB': _A100_40GB,
+    'A100-SXM4-80GB': _80GB, 'A100-PCIE-80GB': _80GB, 'H100-80GB-HBM3': _80GB, 'H100-PCIe': _80GB,
     'H100-NVL': ['1g.12gb', '1g.12gb+me', '1g.24gb', '2g.24gb', '3g.47gb', '4g.47gb', '7g.94gb'],
     'GH200-480GB': ['1g.12gb', '1g.12gb+me', '1g.24gb', '2g.24gb', '3g.48gb', '4g.48gb', '7g.96gb'],
     'GH200-144G-HBM3e': ['1g.18gb', '1g.18gb+me', '1g.36gb', '2g.36gb', '3g.72gb', '4g.72gb', '7g.144gb'],
-    'H200': ['1g.18gb', '1g.18gb+me', '1g.35gb', '2g.35gb', '3g.71gb', '4g.71gb', '7g.141gb'],
-    'H200-NVL': ['1g.18gb', '1g.18gb+me', '1g.35gb', '2g.35gb', '3g.71gb', '4g.71gb', '7g.141gb'],
+    'H200': _H200, 'H200-NVL': _H200,
     'B200': ['1g.23gb', '1g.23gb+me', '1g.45gb', '2g.45gb', '3g.90gb', '4g.90gb', '7g.180gb'],
     'A30': ['1g.6gb', '1g.6gb+me', '2g.12gb', '2g.12gb+me', '4g.24gb'],
 }
@@ -265,14 +261,6 @@ def test_get_product_returns_copies():
     assert get_product('A30')['profiles']['1g.6gb']['max'] == 4
 
 
-def test_require_product_messages():
-    with pytest.raises(MigCatalogError, match=r"unknown GPU product 'NVIDIA-V100'; known: A10, A100-PCIE-40GB"):
-        require_product('NVIDIA-V100')
-    with pytest.raises(MigCatalogError, match='must be a string'):
-        require_product(['A30'])
-    assert require_product('Tesla-T4')['product'] == 'T4'
-
-
 def test_products_with_profile():
     assert products_with_profile('1g.10gb') == [
         'A100-PCIE-40GB', 'A100-PCIE-80GB', 'A100-SXM4-40GB', 'A100-SXM4-80GB', 'H100-80GB-HBM3', 'H100-PCIe']
@@ -310,7 +298,7 @@ def test_is_media_extension(name, expected):
     assert is_media_extension(name) is expected
 
 
-# --- overrides ---------------------------------------------------------------
+# --- overrides (merged as given; gpu/products.py checks them) -----------------
 
 NEW_GPU = {
     'RTX-PRO-6000': {
@@ -366,26 +354,6 @@ def test_override_non_mig_gpu():
     entry = get_product('NVIDIA-A40', {'NVIDIA-A40': {'memory_mib': 46068, 'compute_capability': '8.6'}})
     assert entry['product'] == 'A40' and entry['mig_capable'] is False and entry['profiles'] == {}
     assert entry['gfd_product'] == 'NVIDIA-A40'
-
-
-@pytest.mark.parametrize('overrides,fragment', [
-    (['A30'], 'overrides must be a mapping'),
-    ({'A30': 'x'}, "overrides for 'A30' must be a mapping"),
-    ({'A30': {'profile': {}}}, "unknown key(s) profile"),
-    ({'A30': {'profiles': {'1g.6gb': 3}}}, "profile '1g.6gb' must be a mapping or null"),
-    ({'A30': {'profiles': {'3g.12gb': {'size': 3}}}}, 'placements must be a non-empty list'),
-    ({'A30': {'profiles': {'3g.12gb': {'placements': [0]}}}}, 'size (memory slices) must be a positive integer'),
-    ({'A30': {'profiles': {'2g.12gb': {'placements': [0, 3]}}}}, 'do not fit in 4 memory slices'),
-    ({'A30': {'profiles': {'big-one': {'size': 1, 'placements': [0]}}}}, 'malformed name'),
-    ({'A30': {'profiles': {'1g.6gb': {'sizes': 1}}}}, 'unknown key(s) sizes'),
-    ({'A30': {'renames': {'9g.1gb': '9g.2gb'}}}, 'renames must map an existing profile'),
-    ({'NEW': {'profiles': {'1g.1gb': {'size': 1, 'placements': [0]}}}}, 'memory_slices (a positive integer) is required'),
-    ({42: {}}, 'override product names must be strings'),
-])
-def test_bad_overrides(overrides, fragment):
-    with pytest.raises(MigCatalogError) as exc:
-        get_product('A30', overrides)
-    assert fragment in str(exc.value)
 
 
 # --- self-contained ----------------------------------------------------------

@@ -5,10 +5,7 @@
 from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
 
-import os
-
 import pytest
-import yaml
 
 from ansible.errors import AnsibleFilterError
 
@@ -18,7 +15,6 @@ from ansible_collections.gpuops.gpu.plugins.module_utils.gpu import node as gpu_
 from ansible_collections.gpuops.gpu.tests.unit.plugins.module_utils.gpu_cluster_data import NODES, PODS
 
 FILTERS = FilterModule().filters()
-FILTER_DIR = os.path.join(os.path.dirname(__file__), '..', '..', '..', '..', '..', 'plugins', 'filter')
 
 INFOS = gpu_node.fleet_info(gpu_node.select_nodes(NODES)[0], PODS)
 SUMMARY = gpu_node.fleet_summary(INFOS)
@@ -126,7 +122,7 @@ def test_summary_singular_and_non_gpu_nodes():
 
 
 @pytest.mark.parametrize('data, summary, message', [
-    ('nodes', None, 'expected a list of nodes, got str'),
+    ('nodes', None, 'expected a list of nodes, got string'),
     ({'changed': False}, None, 'expected the node list or a gpu_nodes_info result'),
     (['a100-0'], None, 'every node must be a dict'),
     ([], ['x'], 'summary must be a dict, got list'),
@@ -141,12 +137,3 @@ def test_bad_input(data, summary, message):
 def test_filter_plugin():
     assert sorted(FILTERS) == ['gpu_fleet_table']
     assert FILTERS['gpu_fleet_table'](INFOS, summary=SUMMARY) == TABLE + '\n\n' + FOOTER
-
-
-def test_filter_sidecar_docs():
-    with open(os.path.join(FILTER_DIR, 'gpu_fleet_table.yml')) as handle:
-        docs = yaml.safe_load(handle)
-    assert docs['DOCUMENTATION']['name'] == 'gpu_fleet_table'
-    assert sorted(docs['DOCUMENTATION']['options']) == ['_input', 'summary']
-    assert 'gpuops.gpu.gpu_fleet_table' in docs['EXAMPLES']
-    assert docs['RETURN']['_value']['type'] == 'str'

@@ -10,6 +10,7 @@ from fractions import Fraction
 
 import pytest
 
+from ansible_collections.gpuops.gpu.plugins.module_utils.gpu import quota as quota_module
 from ansible_collections.gpuops.gpu.plugins.module_utils.gpu.quota import (
     is_nvidia_resource, normalise_quota, parse_quantity, quota_notes, timeslicing_quota_warnings)
 
@@ -108,9 +109,21 @@ def test_invalid_entries_are_left_out_valid_ones_kept():
     ('1k', Fraction(1000)), ('1e3', Fraction(1000)), ('1.5', Fraction(3, 2)), (' 3 ', Fraction(3)),
     ('.5', Fraction(1, 2)), (0.25, Fraction(1, 4)),
     ('1 Gi', None), ('Gi', None), ('', None), (True, None), ([], None), (float('inf'), None),
+    (0.1, Fraction(1, 10)), ('3E', Fraction(3 * 10 ** 18)), ('1.5Ei', Fraction(3 * 2 ** 59)), ('2n', Fraction(2, 10 ** 9)),
+    # exact beyond the 28 digits of Python's default Decimal context
+    ('123456789012345678901234567890Gi', Fraction(123456789012345678901234567890 * 1024 ** 3)),
+    # accepted by kubernetes.utils.parse_quantity, not by the API server: not quantities here
+    ('5K', None), ('1ki', None), ('1ui', None), ('NaN', None), ('Infinity', None), ('1_000', None),
 ])
 def test_parse_quantity(value, expected):
     assert parse_quantity(value) == expected
+
+
+def test_parse_quantity_without_the_kubernetes_library(monkeypatch):
+    monkeypatch.setattr(quota_module, 'k8s_parse_quantity', None)
+    assert parse_quantity(4) == 4
+    with pytest.raises(RuntimeError, match='needs the kubernetes Python library'):
+        parse_quantity('500m')
 
 
 def test_is_nvidia_resource():

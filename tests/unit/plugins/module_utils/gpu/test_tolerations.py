@@ -11,8 +11,8 @@ import copy
 import pytest
 
 from ansible_collections.gpuops.gpu.plugins.module_utils.gpu.tolerations import (
-    GPU_TOLERATION, label_key_errors, label_value_errors, merge_tolerations, suggest, taint_errors,
-    toleration_errors, toleration_identity, tolerations_for_taints)
+    GPU_TOLERATION, merge_tolerations, taint_errors, toleration_errors, toleration_identity, tolerates,
+    tolerations_for_taints)
 
 GPU = {'key': 'nvidia.com/gpu', 'operator': 'Exists', 'effect': 'NoSchedule'}
 DEDICATED = {'key': 'dedicated', 'operator': 'Equal', 'value': 'gpu', 'effect': 'NoSchedule'}
@@ -199,26 +199,23 @@ def test_invalid_taints(taints, fragment):
     assert any(fragment in error for error in errors), errors
 
 
-# --- name helpers ---------------------------------------------------------------------------
+# --- tolerates ---------------------------------------------------------------
 
-@pytest.mark.parametrize('key, valid', [
-    ('nvidia.com/gpu', True), ('dedicated', True), ('node-role.kubernetes.io/master', True),
-    ('a.b_c-d', True), ('', False), ('-a', False), ('example.com/', False), ('UPPER.com/x', False),
-    (None, False),
+_DEDICATED = {'key': 'dedicated', 'value': 'gpu', 'effect': 'NoExecute'}
+
+
+@pytest.mark.parametrize('toleration, taint, expected', [
+    ({'operator': 'Exists'}, _DEDICATED, True),                                   # empty key + Exists: everything
+    ({'operator': 'Exists', 'effect': 'NoSchedule'}, _DEDICATED, False),          # NFD's built-in one
+    ({'key': 'dedicated', 'operator': 'Exists', 'effect': 'NoExecute'}, _DEDICATED, True),
+    ({'key': 'dedicated', 'operator': 'Equal', 'value': 'gpu', 'effect': 'NoExecute'}, _DEDICATED, True),
+    ({'key': 'dedicated', 'value': 'cpu', 'effect': 'NoExecute'}, _DEDICATED, False),
+    ({'key': 'dedicated', 'operator': 'Exists'}, _DEDICATED, True),               # any effect
+    ({'key': 'nvidia.com/gpu', 'operator': 'Exists'}, _DEDICATED, False),
+    ({'key': '', 'operator': 'Equal'}, _DEDICATED, False),
+    # the cases the copy in plans/autoscaling.py tested
+    ({'operator': 'Exists'}, {'key': 'k', 'effect': 'NoSchedule'}, True),
+    ({'key': 'k', 'value': 'a'}, {'key': 'k', 'value': 'b', 'effect': 'NoSchedule'}, False),
 ])
-def test_label_key_errors(key, valid):
-    assert (label_key_errors(key) == []) is valid
-
-
-@pytest.mark.parametrize('value, valid', [
-    ('', True), ('true', True), ('A100-SXM4-40GB', True), ('x' * 63, True), ('x' * 64, False), ('a b', False),
-    ('-a', False), (1, False),
-])
-def test_label_value_errors(value, valid):
-    assert (label_value_errors(value) == []) is valid
-
-
-def test_suggest():
-    assert suggest('timeslicing', ('timeSlicing', 'mps')) == 'timeSlicing'
-    assert suggest('replica', ('name', 'replicas')) == 'replicas'
-    assert suggest('zzz', ('name', 'replicas')) is None
+def test_tolerates(toleration, taint, expected):
+    assert tolerates(toleration, taint) is expected

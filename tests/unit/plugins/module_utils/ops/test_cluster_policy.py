@@ -13,7 +13,8 @@ import json
 
 import pytest
 
-from ansible_collections.gpuops.gpu.plugins.module_utils.plans import cluster_policy as cp
+from ansible_collections.gpuops.gpu.plugins.module_utils.common.merge import deep_merge
+from ansible_collections.gpuops.gpu.plugins.module_utils.k8s.client import Connection
 from ansible_collections.gpuops.gpu.plugins.module_utils.ops import cluster_policy as cpc
 
 kubernetes = pytest.importorskip('kubernetes')
@@ -41,12 +42,12 @@ class FakeCustom(object):
         self.states = list(states or ['ready'])
         self.calls = []
 
-    def list_cluster_custom_object(self, group, version, plural):
+    def list_cluster_custom_object(self, group, version, plural, **_kwargs):
         if not self.crd:
             raise ApiException(status=404, reason='Not Found')
         return {'items': [copy.deepcopy(p) for p in self.policies.values()]}
 
-    def get_cluster_custom_object(self, group, version, plural, name):
+    def get_cluster_custom_object(self, group, version, plural, name, **_kwargs):
         if plural == 'customresourcedefinitions':
             return CRD
         policy = self.policies.get(name)
@@ -75,19 +76,14 @@ class FakeCustom(object):
         if self.refuse:
             raise self._refused()
         after = copy.deepcopy(self.policies[name])
-        after['spec'] = cp.apply_patch(after.get('spec') or {}, body['spec'])
+        after['spec'] = deep_merge(after.get('spec') or {}, body['spec'])
         if kwargs.get('dry_run') != 'All':
             self.policies[name] = after
         return copy.deepcopy(after)
 
-    def delete_cluster_custom_object(self, group, version, plural, name):
+    def delete_cluster_custom_object(self, group, version, plural, name, **_kwargs):
         self.calls.append(('delete', None, name))
         self.policies.pop(name)
-
-
-class Conn(object):
-    def __init__(self, custom):
-        self.custom = custom
 
 
 class Clock(object):
@@ -110,7 +106,7 @@ def params(**kw):
 
 def apply(custom, check_mode=False, **kw):
     clock = Clock()
-    result = cpc.PolicyApply(Conn(custom), params(**kw), check_mode, sleep=clock.sleep, clock=clock).run()
+    result = cpc.PolicyApply(Connection(custom=custom), params(**kw), check_mode, sleep=clock.sleep, clock=clock).run()
     return result, clock
 
 

@@ -10,6 +10,7 @@ import copy
 
 import pytest
 
+from ansible_collections.gpuops.gpu.plugins.module_utils.k8s.client import Connection, decode
 from ansible_collections.gpuops.gpu.plugins.module_utils.ops import inventory as gpu_inventory
 
 from ansible_collections.gpuops.gpu.plugins.module_utils.gpu import node as gpu_node
@@ -26,7 +27,7 @@ def selectors(core):
 
 def test_default_is_one_node_list_and_one_pod_list():
     core = FakeCore(NODES, PODS)
-    result = gpu_inventory.gather(core)
+    result = gpu_inventory.gather(Connection(core=core))
     assert selectors(core) == [('NodeList', None, None), ('PodList', None, 'spec.nodeName!=,' + ACTIVE)]
     assert all(kw['limit'] == 500 and '_continue' not in kw for _kind, kw in core.calls)
     assert result['api_requests'] == 2
@@ -54,7 +55,7 @@ def _fleet(size):
 def test_requests_do_not_grow_with_node_count(size):
     nodes, pods = _fleet(size)
     core = FakeCore(nodes, pods)
-    result = gpu_inventory.gather(core)
+    result = gpu_inventory.gather(Connection(core=core))
     assert result['api_requests'] == len(core.calls) == 2
     assert result['summary']['requested'] == {GPU: size}
     assert result['summary']['nodes'] == size
@@ -63,7 +64,7 @@ def test_requests_do_not_grow_with_node_count(size):
 def test_large_lists_are_paged():
     nodes, pods = _fleet(250)
     core = FakeCore(nodes, pods)
-    result = gpu_inventory.gather(core, page_size=100)
+    result = gpu_inventory.gather(Connection(core=core), page_size=100)
     assert [(kind, kw.get('_continue')) for kind, kw in core.calls] == [
         ('NodeList', None), ('NodeList', '100'), ('NodeList', '200'),
         ('PodList', None), ('PodList', '100'), ('PodList', '200')]
@@ -76,7 +77,7 @@ def test_large_lists_are_paged():
 def test_expired_continue_token_restarts_unpaged():
     nodes, pods = _fleet(250)
     core = FakeCore(nodes, pods, fail={('PodList', 2): FakeApiError(410, 'Gone', 'The provided continue parameter is too old')})
-    result = gpu_inventory.gather(core, page_size=100)
+    result = gpu_inventory.gather(Connection(core=core), page_size=100)
     pod_calls = [kw for kind, kw in core.calls if kind == 'PodList']
     assert [(kw.get('limit'), kw.get('_continue')) for kw in pod_calls] == [(100, None), (100, '100'), (None, None)]
     assert result['summary']['requested'] == {GPU: 250}
@@ -84,14 +85,14 @@ def test_expired_continue_token_restarts_unpaged():
 
 def test_label_selector_goes_to_the_api_server():
     core = FakeCore(NODES, PODS)
-    result = gpu_inventory.gather(core, label_selector='gpuops.dev/pool=training')
+    result = gpu_inventory.gather(Connection(core=core), label_selector='gpuops.dev/pool=training')
     assert selectors(core)[0] == ('NodeList', 'gpuops.dev/pool=training', None)
     assert [n['name'] for n in result['nodes']] == ['a100-0', 'h100-0']
 
 
 def test_one_named_node_narrows_both_lists():
     core = FakeCore(NODES, PODS)
-    result = gpu_inventory.gather(core, names=['t4-0'])
+    result = gpu_inventory.gather(Connection(core=core), names=['t4-0'])
     assert selectors(core) == [('NodeList', None, 'metadata.name=t4-0'),
                                ('PodList', None, 'spec.nodeName=t4-0,' + ACTIVE)]
     assert [n['name'] for n in result['nodes']] == ['t4-0']
@@ -100,7 +101,7 @@ def test_one_named_node_narrows_both_lists():
 
 def test_several_names_one_list_each():
     core = FakeCore(NODES, PODS)
-    result = gpu_inventory.gather(core, names=['t4-0', 'h100-0', 'cpu-0', 'gone-0'])
+    result = gpu_inventory.gather(Connection(core=core), names=['t4-0', 'h100-0', 'cpu-0', 'gone-0'])
     assert selectors(core) == [('NodeList', None, None), ('PodList', None, 'spec.nodeName!=,' + ACTIVE)]
     assert [n['name'] for n in result['nodes']] == ['h100-0', 't4-0']
     assert (result['not_found'], result['not_gpu']) == (['gone-0'], ['cpu-0'])
@@ -108,7 +109,7 @@ def test_several_names_one_list_each():
 
 def test_no_selected_node_means_no_pod_list():
     core = FakeCore(NODES, PODS)
-    result = gpu_inventory.gather(core, names=['cpu-0'])
+    result = gpu_inventory.gather(Connection(core=core), names=['cpu-0'])
     assert [kind for kind, _kw in core.calls] == ['NodeList']
     assert (result['nodes'], result['not_gpu'], result['api_requests']) == ([], ['cpu-0'], 1)
     assert result['summary']['nodes'] == 0
@@ -116,7 +117,7 @@ def test_no_selected_node_means_no_pod_list():
 
 def test_include_pods_false_reads_no_pod():
     core = FakeCore(NODES, PODS)
-    result = gpu_inventory.gather(core, include_pods=False)
+    result = gpu_inventory.gather(Connection(core=core), include_pods=False)
     assert [kind for kind, _kw in core.calls] == ['NodeList']
     assert result['nodes'][0]['requested'] is None
     assert result['summary']['requested'] is None
@@ -124,7 +125,7 @@ def test_include_pods_false_reads_no_pod():
 
 
 def test_only_gpu_nodes_false():
-    result = gpu_inventory.gather(FakeCore(NODES, PODS), only_gpu_nodes=False)
+    result = gpu_inventory.gather(Connection(core=FakeCore(NODES, PODS)), only_gpu_nodes=False)
     assert [(n['name'], n['gpu_node']) for n in result['nodes']][:2] == [('a100-0', True), ('cpu-0', False)]
     assert (result['summary']['nodes'], result['summary']['gpu_nodes']) == (6, 5)
 
@@ -139,14 +140,16 @@ def test_only_gpu_nodes_false():
 ])
 def test_errors_name_the_list_and_the_reason(fail, message):
     with pytest.raises(gpu_inventory.InventoryError, match=message):
-        gpu_inventory.gather(FakeCore(NODES, PODS, fail=fail))
+        gpu_inventory.gather(Connection(core=FakeCore(NODES, PODS, fail=fail)))
 
 
 def test_response_decoding():
-    assert gpu_inventory._decode({'items': []}) == {'items': []}
-    assert gpu_inventory._decode(type('R', (), {'data': '{"items": [1]}'})()) == {'items': [1]}
+    assert decode({'items': []}) == {'items': []}
+    assert decode(type('R', (), {'data': '{"items": [1]}'})()) == {'items': [1]}
+    assert decode(type('R', (), {'data': b''})()) == {}
+    lister = gpu_inventory.Lister(Connection(core=None))
     with pytest.raises(gpu_inventory.InventoryError, match='unexpected API response type: int'):
-        gpu_inventory._decode(7)
+        lister.list(lambda **kwargs: 7, 'nodes')
 
 
 def test_api_error_message():

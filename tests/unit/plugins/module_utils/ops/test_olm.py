@@ -13,6 +13,7 @@ import copy
 
 import pytest
 
+from ansible_collections.gpuops.gpu.plugins.module_utils.k8s.client import Connection
 from ansible_collections.gpuops.gpu.plugins.module_utils.ops import olm as olm_cluster
 
 kubernetes = pytest.importorskip('kubernetes')
@@ -27,32 +28,24 @@ def not_found():
     return ApiException(status=404, reason='Not Found')
 
 
-class FakeNamespace(object):
-    def __init__(self, body):
-        self.body = body
-
-    def to_dict(self):
-        return copy.deepcopy(self.body)
-
-
 class FakeCore(object):
     def __init__(self, store):
         self.store = store
 
-    def read_namespace(self, name):
+    def read_namespace(self, name, **_kwargs):
         if name not in self.store.namespaces:
             raise not_found()
-        return FakeNamespace(self.store.namespaces[name])
+        return copy.deepcopy(self.store.namespaces[name])
 
-    def create_namespace(self, body):
+    def create_namespace(self, body, **_kwargs):
         self.store.writes.append(('create', 'Namespace', body['metadata']['name']))
         self.store.namespaces[body['metadata']['name']] = body
 
-    def patch_namespace(self, name, body):
+    def patch_namespace(self, name, body, **_kwargs):
         self.store.writes.append(('patch', 'Namespace', name))
         self.store.namespaces[name]['metadata'].setdefault('labels', {}).update(body['metadata']['labels'])
 
-    def delete_namespace(self, name):
+    def delete_namespace(self, name, **_kwargs):
         self.store.writes.append(('delete', 'Namespace', name))
         self.store.namespaces.pop(name, None)
 
@@ -72,13 +65,13 @@ class FakeCustom(object):
     def _key(self, plural, namespace, name):
         return (plural, namespace, name)
 
-    def get_namespaced_custom_object(self, group, version, namespace, plural, name):
+    def get_namespaced_custom_object(self, group, version, namespace, plural, name, **_kwargs):
         obj = self.store.objects.get((plural, namespace, name))
         if obj is None:
             raise not_found()
         return copy.deepcopy(obj)
 
-    def list_namespaced_custom_object(self, group, version, namespace, plural, label_selector=None):
+    def list_namespaced_custom_object(self, group, version, namespace, plural, label_selector=None, **_kwargs):
         if plural == 'packagemanifests' and not self.store.package_api:
             raise not_found()
         items = [copy.deepcopy(o) for (p, ns, _n), o in sorted(self.store.objects.items()) if p == plural and ns == namespace]
@@ -87,19 +80,19 @@ class FakeCustom(object):
             items = [o for o in items if (o['metadata'].get('labels') or {}).get(key) == value]
         return {'items': items}
 
-    def create_namespaced_custom_object(self, group, version, namespace, plural, body):
+    def create_namespaced_custom_object(self, group, version, namespace, plural, body, **_kwargs):
         self.store.writes.append(('create', plural, body['metadata']['name']))
         obj = copy.deepcopy(body)
         obj['metadata']['namespace'] = namespace
         self.store.objects[(plural, namespace, body['metadata']['name'])] = obj
         return copy.deepcopy(obj)
 
-    def patch_namespaced_custom_object(self, group, version, namespace, plural, name, body):
+    def patch_namespaced_custom_object(self, group, version, namespace, plural, name, body, **_kwargs):
         self.store.writes.append(('patch', plural, name))
         merge(self.store.objects[(plural, namespace, name)], body)
         return copy.deepcopy(self.store.objects[(plural, namespace, name)])
 
-    def delete_namespaced_custom_object(self, group, version, namespace, plural, name):
+    def delete_namespaced_custom_object(self, group, version, namespace, plural, name, **_kwargs):
         self.store.writes.append(('delete', plural, name))
         self.store.objects.pop((plural, namespace, name), None)
 
@@ -129,12 +122,7 @@ class Store(object):
         self.steps = 0
 
     def conn(self):
-        class Conn(object):
-            pass
-        conn = Conn()
-        conn.core = FakeCore(self)
-        conn.custom = FakeCustom(self)
-        return conn
+        return Connection(core=FakeCore(self), custom=FakeCustom(self))
 
     def tick(self, _seconds=0):
         """One OLM step (called instead of sleeping)."""

@@ -11,7 +11,10 @@ import copy
 import pytest
 
 from ansible_collections.gpuops.gpu.plugins.filter.autoscaling import FilterModule
+from ansible_collections.gpuops.gpu.plugins.module_utils.common import names
+from ansible_collections.gpuops.gpu.plugins.module_utils.common.merge import deep_merge
 from ansible_collections.gpuops.gpu.plugins.module_utils.plans import autoscaling as A
+from ansible_collections.gpuops.gpu.plugins.module_utils.plans import machineset as M
 
 NS = 'openshift-machine-api'
 
@@ -28,21 +31,21 @@ def machineset(name, provider=None, annotations=None, labels=None, node_labels=N
                          'labels': dict(labels or {'machine.openshift.io/cluster-api-cluster': 'ocp'}),
                          'annotations': dict(annotations or {})},
             'spec': {'replicas': 0,
-                     'selector': {'matchLabels': {A.MACHINESET_LABEL: name}},
-                     'template': {'metadata': {'labels': {A.MACHINESET_LABEL: name}}, 'spec': tspec}},
+                     'selector': {'matchLabels': {M.MACHINESET_LABEL: name}},
+                     'template': {'metadata': {'labels': {M.MACHINESET_LABEL: name}}, 'spec': tspec}},
             'status': {'replicas': 0}}
 
 
-WORKER = machineset('ocp-worker-a', annotations={A.ANN_GPU: '0', A.ANN_VCPU: '8', A.ANN_MEMORY: '32768'},
+WORKER = machineset('ocp-worker-a', annotations={M.ANN_GPU: '0', M.ANN_VCPU: '8', M.ANN_MEMORY: '32768'},
                     labels={'machine.openshift.io/cluster-api-cluster': 'ocp', 'role': 'worker'},
                     provider={'kind': 'AWSMachineProviderConfig', 'instanceType': 'm6i.2xlarge'})
 GPU = machineset('ocp-gpu-a', labels={'machine.openshift.io/cluster-api-cluster': 'ocp', 'gpu': 'a100'})
 GPU_B = machineset('ocp-gpu-b', labels={'machine.openshift.io/cluster-api-cluster': 'ocp', 'gpu': 'a100'},
-                   annotations={A.ANN_GPU: '8', A.ANN_VCPU: '96', A.ANN_MEMORY: '1179648',
-                                A.ANN_CAP_LABELS: 'kubernetes.io/arch=amd64'},
+                   annotations={M.ANN_GPU: '8', M.ANN_VCPU: '96', M.ANN_MEMORY: '1179648',
+                                M.ANN_CAP_LABELS: 'kubernetes.io/arch=amd64'},
                    provider={'kind': 'AWSMachineProviderConfig', 'instanceType': 'p4d.24xlarge',
                              'placement': {'availabilityZone': 'us-east-1b', 'region': 'us-east-1'}})
-VSPHERE = machineset('ocp-vsphere-worker', provider={'kind': A.VSPHERE_KIND, 'template': 'rhcos', 'numCPUs': 8})
+VSPHERE = machineset('ocp-vsphere-worker', provider={'kind': M.VSPHERE_KIND, 'template': 'rhcos', 'numCPUs': 8})
 EXISTING = [WORKER, GPU, GPU_B, VSPHERE]
 
 
@@ -60,27 +63,6 @@ def by_name(result):
     return dict((p['name'], p) for p in result['machine_sets'])
 
 
-# --- selectors -----------------------------------------------------------------------------------
-
-@pytest.mark.parametrize('selector,labels,expected', [
-    ('gpu=a100', {'gpu': 'a100'}, True),
-    ('gpu==a100', {'gpu': 'h100'}, False),
-    ('gpu!=a100', {}, True),
-    ('gpu', {'gpu': ''}, True),
-    ('!gpu', {'gpu': 'x'}, False),
-    ('gpu in (a100, h100),zone notin (b)', {'gpu': 'h100', 'zone': 'a'}, True),
-    ('gpu in (a100,h100),zone notin (b)', {'gpu': 'h100', 'zone': 'b'}, False),
-])
-def test_selectors(selector, labels, expected):
-    assert A.selector_matches(A.parse_selector(selector), labels) is expected
-
-
-@pytest.mark.parametrize('selector', ['', '   ', 'a b c', '!a=b', 'x in y'])
-def test_bad_selectors(selector):
-    with pytest.raises(A.SelectorError):
-        A.parse_selector(selector)
-
-
 # --- the happy path --------------------------------------------------------------------------------
 
 def test_by_name_labels_annotations_taints_zone():
@@ -91,23 +73,23 @@ def test_by_name_labels_annotations_taints_zone():
     ms = by_name(result)['ocp-gpu-a']
     assert ms['create'] is False and ms['definition'] is None
     patch = ms['patch']
-    assert patch['metadata']['labels'] == {A.ACCELERATOR_LABEL: 'nvidia-a100'}
+    assert patch['metadata']['labels'] == {M.ACCELERATOR_LABEL: 'nvidia-a100'}
     ann = patch['metadata']['annotations']
-    assert ann[A.ANN_GPU] == '8' and ann[A.ANN_VCPU] == '96' and ann[A.ANN_MEMORY] == '1179648'
-    assert ann[A.ANN_CAP_GPU_COUNT] == '8' and ann[A.ANN_CAP_GPU_TYPE] == 'nvidia.com/gpu'
-    assert ann[A.ANN_CAP_MEMORY] == '1179648Mi' and ann[A.ANN_CAP_CPU] == '96'
-    assert ann[A.ANN_CAP_TAINTS] == 'nvidia.com/gpu:NoSchedule'
-    assert 'cluster-api/accelerator=nvidia-a100' in ann[A.ANN_CAP_LABELS]
-    assert 'topology.kubernetes.io/zone=us-east-1a' in ann[A.ANN_CAP_LABELS]
+    assert ann[M.ANN_GPU] == '8' and ann[M.ANN_VCPU] == '96' and ann[M.ANN_MEMORY] == '1179648'
+    assert ann[M.ANN_CAP_GPU_COUNT] == '8' and ann[M.ANN_CAP_GPU_TYPE] == 'nvidia.com/gpu'
+    assert ann[M.ANN_CAP_MEMORY] == '1179648Mi' and ann[M.ANN_CAP_CPU] == '96'
+    assert ann[M.ANN_CAP_TAINTS] == 'nvidia.com/gpu:NoSchedule'
+    assert 'cluster-api/accelerator=nvidia-a100' in ann[M.ANN_CAP_LABELS]
+    assert 'topology.kubernetes.io/zone=us-east-1a' in ann[M.ANN_CAP_LABELS]
     tspec = patch['spec']['template']['spec']
     assert tspec['metadata']['labels'] == {
-        A.ACCELERATOR_LABEL: 'nvidia-a100', A.LABEL_ZONE: 'us-east-1a', A.LABEL_REGION: 'us-east-1',
-        A.LABEL_DP_CONFIG: 'ts-4'}
+        M.ACCELERATOR_LABEL: 'nvidia-a100', M.LABEL_ZONE: 'us-east-1a', M.LABEL_REGION: 'us-east-1',
+        names.LABEL_DP_CONFIG: 'ts-4'}
     assert tspec['taints'] == [{'key': 'nvidia.com/gpu', 'effect': 'NoSchedule'}]
     assert 'providerSpec' not in tspec
     assert result['machine_autoscalers'] == [{
         'apiVersion': 'autoscaling.openshift.io/v1beta1', 'kind': 'MachineAutoscaler',
-        'metadata': {'name': 'ocp-gpu-a', 'namespace': NS, 'labels': {A.LABEL_MANAGED_BY: A.MANAGED_BY}},
+        'metadata': {'name': 'ocp-gpu-a', 'namespace': NS, 'labels': {names.LABEL_MANAGED_BY: names.MANAGED_BY}},
         'spec': {'minReplicas': 0, 'maxReplicas': 3,
                  'scaleTargetRef': {'apiVersion': 'machine.openshift.io/v1beta1', 'kind': 'MachineSet',
                                     'name': 'ocp-gpu-a'}}}]
@@ -120,7 +102,7 @@ def test_second_run_has_nothing_to_patch():
     entry = {'name': 'ocp-gpu-a', 'accelerator': 'nvidia-a100', 'gpus': 8, 'max_replicas': 3,
              'taints': [{'key': 'nvidia.com/gpu', 'effect': 'NoSchedule'}], 'labels': {'team': 'ml'}}
     first = ok(plan([entry]))
-    patched = A.deep_merge(copy.deepcopy(GPU), first['machine_sets'][0]['patch'])
+    patched = deep_merge(copy.deepcopy(GPU), first['machine_sets'][0]['patch'])
     second = ok(plan([entry], existing_machine_sets=[WORKER, patched, GPU_B, VSPHERE]))
     assert second['machine_sets'][0]['patch'] == {}
 
@@ -130,8 +112,8 @@ def test_label_selector_picks_only_matching_and_keeps_provider_labels():
     assert sorted(by_name(result)) == ['ocp-gpu-a', 'ocp-gpu-b']
     ann_b = by_name(result)['ocp-gpu-b']['patch']['metadata']['annotations']
     # provider values equal to ours are not rewritten; the arch pair the provider wrote is kept
-    assert A.ANN_GPU not in ann_b
-    assert ann_b[A.ANN_CAP_LABELS].startswith('kubernetes.io/arch=amd64,')
+    assert M.ANN_GPU not in ann_b
+    assert ann_b[M.ANN_CAP_LABELS].startswith('kubernetes.io/arch=amd64,')
     assert result['gpu_limits'] == [{'type': 'nvidia-a100', 'min': 0, 'max': 32}]
     assert [m['metadata']['name'] for m in result['machine_autoscalers']] == ['ocp-gpu-a', 'ocp-gpu-b']
 
@@ -157,12 +139,12 @@ def test_vsphere_vgpu_clone_per_profile():
     d = new['definition']
     assert d['metadata']['name'] == 'ocp-vgpu-a100-8c' and 'uid' not in d['metadata'] and 'status' not in d
     assert d['spec']['replicas'] == 1
-    assert d['spec']['selector']['matchLabels'][A.MACHINESET_LABEL] == 'ocp-vgpu-a100-8c'
-    assert d['spec']['template']['metadata']['labels'][A.MACHINESET_LABEL] == 'ocp-vgpu-a100-8c'
+    assert d['spec']['selector']['matchLabels'][M.MACHINESET_LABEL] == 'ocp-vgpu-a100-8c'
+    assert d['spec']['template']['metadata']['labels'][M.MACHINESET_LABEL] == 'ocp-vgpu-a100-8c'
     value = d['spec']['template']['spec']['providerSpec']['value']
-    assert value == {'kind': A.VSPHERE_KIND, 'template': 'rhcos-a100-8c', 'numCPUs': 8}
+    assert value == {'kind': M.VSPHERE_KIND, 'template': 'rhcos-a100-8c', 'numCPUs': 8}
     labels = d['spec']['template']['spec']['metadata']['labels']
-    assert labels[A.ACCELERATOR_LABEL] == 'nvidia-a100-8c' and labels[A.LABEL_VGPU_PROFILE] == 'A100-8C'
+    assert labels[M.ACCELERATOR_LABEL] == 'nvidia-a100-8c' and labels[M.LABEL_VGPU_PROFILE] == 'A100-8C'
     assert {g['type'] for g in result['gpu_limits']} == {'nvidia-a100-4c', 'nvidia-a100-8c'}
 
 
@@ -171,8 +153,8 @@ def test_clone_drops_source_capacity_annotations():
                        'provider_spec': {'instanceType': 'p5.48xlarge'}, 'max_replicas': 1, 'min_replicas': 1}],
                      gpu_limits=[{'type': 'nvidia-h100', 'min': 0, 'max': 8}]))
     d = by_name(result)['ocp-gpu-c']['definition']
-    assert A.ANN_GPU not in d['metadata'].get('annotations', {})
-    assert d['metadata']['labels'].get(A.ACCELERATOR_LABEL) == 'nvidia-h100'
+    assert M.ANN_GPU not in d['metadata'].get('annotations', {})
+    assert d['metadata']['labels'].get(M.ACCELERATOR_LABEL) == 'nvidia-h100'
     assert result['warnings'] == []  # min 1: no scale from zero to warn about
     # no GPU count known: no limit can be derived
     assert any('cannot derive' in e for e in A.autoscaling_plan(
@@ -210,7 +192,7 @@ def test_explicit_limit_and_existing_machine_autoscaler_adopted():
 
 
 def test_limit_for_type_of_unmanaged_labelled_machineset_is_accepted():
-    other = machineset('ocp-h100', node_labels={A.ACCELERATOR_LABEL: 'nvidia-h100'})
+    other = machineset('ocp-h100', node_labels={M.ACCELERATOR_LABEL: 'nvidia-h100'})
     result = ok(plan([{'name': 'ocp-gpu-a', 'accelerator': 'nvidia-a100', 'gpus': 8, 'max_replicas': 2}],
                      existing_machine_sets=EXISTING + [other],
                      gpu_limits=[{'type': 'nvidia-h100', 'min': 0, 'max': 16}]))
@@ -232,23 +214,6 @@ def test_warnings_scale_from_zero_and_untolerated_taint():
     assert 'scale it up from zero' in text and 'do not tolerate the taint dedicated:NoSchedule' in text
 
 
-def test_azure_zone_is_prefixed_with_location():
-    assert A.provider_zone_region({'zone': '2', 'location': 'eastus'}) == ('eastus-2', 'eastus')
-    assert A.provider_zone_region({'zone': 'us-central1-a', 'region': 'us-central1'}) == ('us-central1-a', 'us-central1')
-    assert A.provider_zone_region({}) == (None, None)
-
-
-def test_taint_and_pair_helpers():
-    assert A.merge_taints([{'key': 'a', 'value': 'x', 'effect': 'NoSchedule'}, {'key': 'b', 'effect': 'NoExecute'}],
-                          [{'key': 'a', 'value': 'y', 'effect': 'NoSchedule'}]) == [
-        {'key': 'b', 'effect': 'NoExecute'}, {'key': 'a', 'value': 'y', 'effect': 'NoSchedule'}]
-    assert A.render_taints([{'key': 'a', 'value': 'y', 'effect': 'NoSchedule'}, {'key': 'b', 'effect': 'NoExecute'}]) \
-        == 'a=y:NoSchedule,b:NoExecute'
-    assert A.merge_pairs('x=1, y=2', {'y': '3', 'a': '0'}) == 'x=1,y=3,a=0'
-    assert A.toleration_tolerates({'operator': 'Exists'}, {'key': 'k', 'effect': 'NoSchedule'})
-    assert not A.toleration_tolerates({'key': 'k', 'value': 'a'}, {'key': 'k', 'value': 'b', 'effect': 'NoSchedule'})
-
-
 def test_filter_is_registered():
     assert FilterModule().filters()['autoscaling_plan']([], existing_machine_sets=[])['errors'] == []
 
@@ -264,6 +229,9 @@ BAD = [
     ({'label_selector': 'machine.openshift.io/cluster-api-cluster=ocp', 'accelerator': 'nvidia-a100', 'max_replicas': 2},
      'matches every MachineSet'),
     ({'label_selector': 'gpu=h100', 'accelerator': 'nvidia-a100', 'max_replicas': 2}, 'matches no MachineSet'),
+    ({'label_selector': '   ', 'accelerator': 'nvidia-a100', 'max_replicas': 2}, 'must be a non-empty string'),
+    ({'label_selector': 'a b c', 'accelerator': 'nvidia-a100', 'max_replicas': 2}, "cannot parse label selector 'a b c'"),
+    ({'label_selector': 'x in y', 'accelerator': 'nvidia-a100', 'max_replicas': 2}, 'label_selector: cannot parse'),
     ({'name': 'ocp-missing', 'accelerator': 'nvidia-a100', 'max_replicas': 2}, 'does not exist'),
     ({'name': 'ocp-new', 'source': 'ocp-missing', 'accelerator': 'nvidia-a100', 'max_replicas': 2}, 'source: MachineSet'),
     ({'name': 'ocp-worker-a', 'accelerator': 'nvidia-a100', 'max_replicas': 2}, 'has machine.openshift.io/GPU=0'),
@@ -311,22 +279,10 @@ def test_type_mismatch_between_limits_and_labels_is_an_error():
     ([{'type': 'nvidia-a100', 'min': 0, 'max': 16}, {'type': 'nvidia-a100', 'min': 0, 'max': 8}], 'listed twice'),
     ([{'type': 'nvidia.com/gpu', 'min': 0, 'max': 16}], 'not a GPU type'),
     ({'type': 'nvidia-a100'}, 'must be a list'),
+    ([{'type': ['nvidia-a100'], 'min': 0, 'max': 16}], 'autoscaling_gpu_limits[0].type must be a string'),
 ])
 def test_bad_limits(limits, message):
     result = plan([{'name': 'ocp-gpu-a', 'accelerator': 'nvidia-a100', 'gpus': 8, 'max_replicas': 2}], gpu_limits=limits)
-    assert any(message in e for e in result['errors']), result['errors']
-
-
-@pytest.mark.parametrize('kwargs,message', [
-    ({'scale_down': {'enabled': True, 'delayAfterAdd': 'twenty minutes'}}, 'must be a duration'),
-    ({'scale_down': {'enabled': 'yes'}}, 'enabled must be true or false'),
-    ({'scale_down': {'enabled': True, 'utilizationThreshold': 0.5}}, 'quoted string'),
-    ({'resource_limits': {'cores': {'min': 8}}}, 'cores.max is required'),
-    ({'resource_limits': {'maxNodes': 3}}, "unknown key 'maxNodes'"),
-    ({'max_node_provision_time': '30 min'}, 'must be a duration'),
-])
-def test_bad_cluster_settings(kwargs, message):
-    result = plan([{'name': 'ocp-gpu-a', 'accelerator': 'nvidia-a100', 'gpus': 8, 'max_replicas': 2}], **kwargs)
     assert any(message in e for e in result['errors']), result['errors']
 
 
@@ -346,7 +302,7 @@ def test_mig_preset_allowed_is_checked_against_configs():
     entry = {'name': 'ocp-gpu-a', 'accelerator': 'nvidia-a100', 'gpus': 8, 'max_replicas': 2,
              'mig_config': 'all-1g.5gb', 'allow_mig_preset': True}
     result = ok(plan([entry], mig_configs=['all-disabled', 'all-1g.5gb']))
-    assert by_name(result)['ocp-gpu-a']['node_labels'][A.LABEL_MIG_CONFIG] == 'all-1g.5gb'
+    assert by_name(result)['ocp-gpu-a']['node_labels'][names.LABEL_MIG_CONFIG] == 'all-1g.5gb'
     assert any('all-7g' in e for e in plan([dict(entry, mig_config='all-7g')], mig_configs=['all-1g.5gb'])['errors'])
 
 

@@ -11,6 +11,7 @@ import copy
 
 import pytest
 
+from ansible_collections.gpuops.gpu.plugins.module_utils.common.merge import deep_merge, replace_patch
 from ansible_collections.gpuops.gpu.plugins.module_utils.plans import cluster_policy as cp
 
 GPU = {'key': 'nvidia.com/gpu', 'operator': 'Exists', 'effect': 'NoSchedule'}
@@ -80,15 +81,6 @@ def test_bad_bases(alm, needle):
     assert needle in str(info.value)
 
 
-# --- merge ----------------------------------------------------------------------------------
-
-def test_deep_merge_semantics():
-    base = {'a': {'b': 1, 'c': [1, 2]}, 'd': 'x'}
-    merged = cp.deep_merge(base, {'a': {'c': [3], 'e': {'f': None, 'g': 1}}, 'd': None, 'h': {'i': True}})
-    assert merged == {'a': {'b': 1, 'c': [3], 'e': {'g': 1}}, 'h': {'i': True}}
-    assert base == {'a': {'b': 1, 'c': [1, 2]}, 'd': 'x'}
-
-
 def test_desired_spec_from_example_with_overrides():
     spec = cp.desired_spec(EXAMPLE['spec'], {'mig': {'strategy': 'mixed'}, 'dcgmExporter': {'enabled': True}})
     assert spec['mig'] == {'strategy': 'mixed'} and spec['dcgmExporter'] == {'enabled': True}
@@ -144,7 +136,7 @@ def test_patch_merges_tolerations_with_the_stored_ones():
     current = existing(daemonsets={'tolerations': [GPU, {'key': 'x', 'operator': 'Exists', 'effect': 'NoExecute'}]})
     patch = cp.patch_for_existing(current, tolerations=[DEDICATED])
     assert patch == {'daemonsets': {'tolerations': current['daemonsets']['tolerations'] + [DEDICATED]}}
-    assert cp.patch_for_existing(cp.apply_patch(current, patch), tolerations=[DEDICATED]) == {}
+    assert cp.patch_for_existing(deep_merge(current, patch), tolerations=[DEDICATED]) == {}
 
 
 def test_patch_repairs_a_list_without_nvidia_gpu():
@@ -162,16 +154,11 @@ def test_gpu_toleration_covered_by_a_wildcard():
 
 def test_replace_patch_makes_the_spec_exact():
     wanted = cp.desired_spec(EXAMPLE['spec'], {'gfd': {'enabled': True}})
-    patch = cp.replace_patch(existing(gds={'enabled': False}), wanted)
+    patch = replace_patch(existing(gds={'enabled': False}), wanted)
     assert patch['gds'] is None and patch['mig'] == {'strategy': 'single'}
     assert patch['devicePlugin'] == {'config': {'name': '', 'default': ''}}
-    assert cp.apply_patch(existing(gds={'enabled': False}), patch) == wanted
-    assert cp.replace_patch(wanted, wanted) == {}
-
-
-def test_merge_patch_skips_empty_new_mappings():
-    assert cp.merge_patch({}, {'daemonsets': {}}) == {}
-    assert cp.merge_patch({'a': 1}, {'a': {'b': 1}}) == {'a': {'b': 1}}
+    assert deep_merge(existing(gds={'enabled': False}), patch) == wanted
+    assert replace_patch(wanted, wanted) == {}
 
 
 # --- validation -----------------------------------------------------------------------------

@@ -12,7 +12,7 @@ from ansible.errors import AnsibleFilterError
 
 from ansible_collections.gpuops.gpu.plugins.filter.hami import FilterModule
 from ansible_collections.gpuops.gpu.plugins.module_utils.plans.hami import (
-    ANN_LABELS, ANN_RELEASE, hami_pods, marked_releases, removal_plan)
+    ANN_LABELS, ANN_RELEASE, hami_pods, install_plan, marked_releases, removal_plan)
 
 FILTERS = FilterModule().filters()
 LABEL = {'gpu': 'on'}
@@ -99,7 +99,8 @@ def test_pod_report_names_the_node():
 def test_several_cluster_policies_need_a_name():
     policies = [policy('one'), policy('two', enabled=True)]
     plan = removal_plan(NODES, policies, [], 'kube-system', 'hami', LABEL)
-    assert plan['errors'] == ['more than one ClusterPolicy (one, two); set hami_cluster_policy_name']
+    assert plan['errors'] == ['more than one ClusterPolicy (found 2: one, two); the GPU operator honours only one: '
+                              'set hami_cluster_policy_name to the one to use']
     named = removal_plan(NODES, policies, [], 'kube-system', 'hami', LABEL, policy_name='one')
     assert named['errors'] == [] and named['policy'] == 'one' and named['policy_patch']
 
@@ -127,3 +128,73 @@ def test_filters_reject_wrong_input():
     with pytest.raises(AnsibleFilterError):
         FILTERS['hami_releases']('nodes')
     assert FILTERS['hami_removal_plan'](NODES, [policy()], [], 'kube-system', 'hami', LABEL)['nodes'] == ['a', 'b']
+
+
+# --- install ------------------------------------------------------------------------------------
+
+def settings(**extra):
+    out = {'chart_ref': 'charts/hami', 'nodes': [], 'node_selector': 'nvidia.com/gpu.present=true',
+           'node_label': {'gpu': 'on'}, 'device_split_count': 10, 'device_memory_scaling': 1,
+           'device_core_scaling': 1, 'cluster_policy_name': '', 'disable_operator_device_plugin': False}
+    out.update(extra)
+    return out
+
+
+def read(policies=(), nodes=('a', 'b')):
+    return {'cluster_policies': list(policies), 'node_names': list(nodes)}
+
+
+def test_install_on_the_selected_nodes_with_the_device_plugin_off():
+    plan = install_plan(settings(), read([policy()]))
+    assert plan == {'errors': [], 'nodes': ['a', 'b'], 'policy': 'gpu-cluster-policy', 'disable_device_plugin': False}
+    assert install_plan(settings(nodes=['b']), read())['nodes'] == ['b']
+
+
+def test_install_without_the_gpu_operator():
+    assert install_plan(settings(), read([])) == {'errors': [], 'nodes': ['a', 'b'], 'policy': None,
+                                                  'disable_device_plugin': False}
+
+
+def test_operator_device_plugin_on_refused_unless_the_role_may_switch_it_off():
+    plan = install_plan(settings(), read([policy(enabled=True)]))
+    assert len(plan['errors']) == 1
+    assert "device plugin is still enabled in ClusterPolicy gpu-cluster-policy" in plan['errors'][0]
+    assert 'hami_disable_operator_device_plugin: true' in plan['errors'][0]
+    unset = {'metadata': {'name': 'p'}, 'spec': {}}
+    assert install_plan(settings(), read([unset]))['errors']
+    plan = install_plan(settings(disable_operator_device_plugin=True), read([policy(enabled=True)]))
+    assert plan['errors'] == [] and plan['disable_device_plugin'] is True
+
+
+def test_several_cluster_policies_at_install():
+    plan = install_plan(settings(), read([policy('one'), policy('two')]))
+    assert plan['errors'] == ['more than one ClusterPolicy (found 2: one, two); the GPU operator honours only one: '
+                              'set hami_cluster_policy_name to the one to use']
+    plan = install_plan(settings(cluster_policy_name='two'), read([policy('one'), policy('two')]))
+    assert plan['errors'] == [] and plan['policy'] == 'two'
+
+
+@pytest.mark.parametrize('extra, nodes, fragment', [
+    ({'chart_ref': ''}, ('a',), 'hami_chart_ref is empty'),
+    ({'nodes': ['a', 'nope-1']}, ('a',), 'hami_nodes: node(s) not found: nope-1'),
+    ({}, (), 'no node matches hami_node_selector nvidia.com/gpu.present=true'),
+    ({'device_split_count': 0}, ('a',), 'hami_device_split_count must be at least 1'),
+    ({'device_split_count': 'many'}, ('a',), 'hami_device_split_count must be at least 1'),
+    ({'device_memory_scaling': 0}, ('a',), 'hami_device_memory_scaling must be greater than 0'),
+    ({'device_core_scaling': -1.5}, ('a',), 'hami_device_core_scaling must be greater than 0'),
+    ({'node_label': {}}, ('a',), 'hami_node_label must name at least one label'),
+    ({'node_label': 'gpu=on'}, ('a',), 'hami_node_label must be a mapping'),
+    ({'node_label': {'-bad': 'on'}}, ('a',), 'hami_node_label: invalid label key(s): -bad'),
+    ({'node_label': {'Example.com/gpu': 'on'}}, ('a',), 'invalid label key(s): Example.com/gpu'),
+    ({'node_label': {'gpu': 'o n'}}, ('a',), 'hami_node_label: invalid label value(s)'),
+    ({'node_label': {'gpu': True}}, ('a',), 'hami_node_label values must be strings'),
+])
+def test_install_input_errors(extra, nodes, fragment):
+    errors = install_plan(settings(**extra), read([policy()], nodes))['errors']
+    assert len(errors) == 1 and fragment in errors[0], errors
+
+
+def test_install_filter():
+    assert FILTERS['hami_install_plan'](settings(), read([policy()]))['errors'] == []
+    with pytest.raises(AnsibleFilterError):
+        FILTERS['hami_install_plan']([], {})

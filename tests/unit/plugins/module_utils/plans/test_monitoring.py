@@ -75,3 +75,95 @@ def test_mig_warning():
     assert D.metric_warnings(util_only, mig=True)
     assert D.metric_warnings(util_only, mig=False) == []
     assert D.metric_warnings(util_only + GOOD, mig=True) == []
+
+
+# --- the role's settings and prerequisites (monitoring_plan) ------------------------------------
+
+def role_settings(**extra):
+    with open(ROLE_DEFAULTS) as f:
+        defaults = yaml.safe_load(f)
+    out = dict((key[len('monitoring_'):], value) for key, value in defaults.items())
+    out.update(extra)
+    return out
+
+
+CRDS = {D.SERVICE_MONITOR_CRD: True, D.PROMETHEUS_RULE_CRD: True}
+
+
+def read(**extra):
+    out = {'namespaces': ['gpu-operator', 'openshift-config-managed'], 'crds': dict(CRDS), 'console': True,
+           'console_plugin': True, 'policy_namespace': 'gpu-operator'}
+    out.update(extra)
+    return out
+
+
+def test_role_defaults_pass_and_decide_platform_and_namespace():
+    plan = D.monitoring_plan(role_settings())
+    assert plan['errors'] == [] and len(plan['metrics']) > 20
+    plan = D.monitoring_plan(role_settings(), read())
+    assert plan['errors'] == [] and plan['openshift'] is True and plan['operator_namespace'] == 'gpu-operator'
+    plan = D.monitoring_plan(role_settings(operator_namespace='nvidia-gpu-operator'),
+                             read(namespaces=['nvidia-gpu-operator', 'monitoring']))
+    assert plan['errors'] == [] and plan['openshift'] is False and plan['operator_namespace'] == 'nvidia-gpu-operator'
+    plan = D.monitoring_plan(role_settings(), read(namespaces=['nvidia-gpu-operator', 'monitoring'], policy_namespace=''))
+    assert plan['operator_namespace'] == 'nvidia-gpu-operator' and plan['errors'] == []
+
+
+@pytest.mark.parametrize('extra, fragment', [
+    ({'dcgm_metrics_extra': [{'field': 'DCGM_FI_DEV_ECC_DBE_VOL_TOTAL', 'type': 'counter', 'help': 'ECC, double'}]},
+     'must not contain a comma'),
+    ({'dcgm_metrics': [{'field': 'DCGM_FI_DEV_GPU_TEMP', 'type': 'gauge', 'help': 'Temperature.'}]},
+     'DCGM_FI_DEV_XID_ERRORS is missing from the metric list'),
+    ({'service_monitor_additional_labels': {'release': 1}}, 'must be a mapping of label names to string values'),
+    ({'service_monitor_additional_labels': ['release']}, 'must be a mapping of label names to string values'),
+    ({'alert_memory_percent': 0}, 'monitoring_alert_memory_percent must be a number between 1 and 100, got 0'),
+    ({'alert_memory_percent': 100.5}, 'monitoring_alert_memory_percent must be a number between 1 and 100'),
+    ({'alert_memory_percent': 'ninety'}, 'monitoring_alert_memory_percent must be a number between 1 and 100'),
+    ({'alert_memory_percent': True}, 'monitoring_alert_memory_percent must be a number between 1 and 100'),
+    ({'dashboard_name': 'GPU dashboard'}, 'monitoring_dashboard_name GPU dashboard is not a valid ConfigMap name'),
+    # the role's former pattern let these through; the apiserver refuses them
+    ({'dashboard_name': 'gpu..dashboard'}, 'is not a valid ConfigMap name'),
+    ({'dcgm_metrics_config_map': 'a.-b'}, 'monitoring_dcgm_metrics_config_map a.-b is not a valid ConfigMap name'),
+    ({'console_plugin': True, 'console_plugin_install': True}, 'needs monitoring_console_plugin_chart_repo_url'),
+])
+def test_setting_errors(extra, fragment):
+    errors = D.monitoring_plan(role_settings(**extra))['errors']
+    assert fragment in errors[0], errors
+    assert len(errors) == 1 or 'is missing from the metric list' in fragment, errors
+
+
+@pytest.mark.parametrize('value', [95, 1, 100, 0.5, '80', '99.9'])
+def test_memory_percent_accepted(value):
+    assert D.monitoring_plan(role_settings(alert_memory_percent=value))['errors'] == []
+
+
+def test_console_plugin_chart_path_needs_no_repository():
+    assert D.monitoring_plan(role_settings(console_plugin=True, console_plugin_install=True,
+                                           console_plugin_chart_ref='./charts/console-plugin'))['errors'] == []
+
+
+@pytest.mark.parametrize('extra, cluster, fragments', [
+    ({}, {'crds': {}}, ['ServiceMonitor CRD (servicemonitors.monitoring.coreos.com) is missing',
+                        'PrometheusRule CRD (prometheusrules.monitoring.coreos.com) is missing']),
+    ({'service_monitor': False, 'alerts': False}, {'crds': {}}, []),
+    ({'platform': 'openshift'}, {'namespaces': ['gpu-operator']}, ['openshift-config-managed does not exist']),
+    ({'platform': 'kubernetes'}, {}, ['the Grafana namespace monitoring does not exist']),
+    ({'platform': 'kubernetes', 'dashboard': False}, {}, []),
+    ({'operator_namespace': 'elsewhere'}, {}, ['the GPU operator namespace elsewhere does not exist']),
+    ({'console_plugin': True}, {'console': False, 'console_plugin': False},
+     ['monitoring_console_plugin is for OpenShift', 'the ConsolePlugin console-plugin-nvidia-gpu does not exist']),
+    ({'console_plugin': True, 'console_plugin_install': True, 'console_plugin_chart_repo_url': 'https://x'},
+     {'console_plugin': False}, []),
+])
+def test_cluster_errors(extra, cluster, fragments):
+    errors = D.monitoring_plan(role_settings(**extra), read(**cluster))['errors']
+    assert len(errors) == len(fragments), errors
+    for error, fragment in zip(errors, fragments):
+        assert fragment in error
+
+
+def test_monitoring_plan_filter():
+    assert FILTERS['monitoring_plan'](role_settings())['errors'] == []
+    assert FILTERS['monitoring_plan'](role_settings(), read())['openshift'] is True
+    with pytest.raises(AnsibleFilterError):
+        FILTERS['monitoring_plan']([])

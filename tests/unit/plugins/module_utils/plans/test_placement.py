@@ -10,7 +10,7 @@ import pytest
 
 from ansible_collections.gpuops.gpu.plugins.module_utils.plans.placement import (
     OWNED_ANNOTATION, daemonsets_not_ready_for, identity, owned_annotation_value, owned_taints, placement_plan,
-    placement_tolerations, plan_taints, remove_spec_errors, tolerates)
+    placement_tolerations, plan_taints, remove_spec_errors)
 
 GPU_TAINT = {'key': 'nvidia.com/gpu', 'effect': 'NoSchedule'}
 DEDICATED = {'key': 'dedicated', 'value': 'gpu', 'effect': 'NoExecute'}
@@ -159,20 +159,6 @@ def test_placement_plan_errors(config, cluster, fragment):
     plan = placement_plan(config, cluster)
     assert any(fragment in e for e in plan['errors']), plan['errors']
     assert not plan['patches'] or plan['errors']
-
-
-@pytest.mark.parametrize('toleration, taint, expected', [
-    ({'operator': 'Exists'}, DEDICATED, True),                                   # empty key + Exists: everything
-    ({'operator': 'Exists', 'effect': 'NoSchedule'}, DEDICATED, False),          # NFD's built-in one
-    (DEDICATED_TOL, DEDICATED, True),
-    ({'key': 'dedicated', 'operator': 'Equal', 'value': 'gpu', 'effect': 'NoExecute'}, DEDICATED, True),
-    ({'key': 'dedicated', 'value': 'cpu', 'effect': 'NoExecute'}, DEDICATED, False),
-    ({'key': 'dedicated', 'operator': 'Exists'}, DEDICATED, True),               # any effect
-    ({'key': 'nvidia.com/gpu', 'operator': 'Exists'}, DEDICATED, False),
-    ({'key': '', 'operator': 'Equal'}, DEDICATED, False),
-])
-def test_tolerates(toleration, taint, expected):
-    assert tolerates(toleration, taint) is expected
 
 
 def _ds(name, tolerations, generation=2, observed=2, desired=3, updated=3, owner='ClusterPolicy'):

@@ -8,15 +8,16 @@ __metaclass__ = type
 
 import pytest
 
+from ansible_collections.gpuops.gpu.plugins.module_utils.common.names import LABEL_MANAGED_BY, MANAGED_BY
 from ansible_collections.gpuops.gpu.plugins.module_utils.plans.quota import (
-    MANAGED_BY, MANAGED_BY_LABEL, quota_plan, replicas_errors, replicas_from_nodes)
+    quota_plan, replicas_errors, replicas_from_nodes)
 
 NAMESPACES = ['team-a', 'team-b', 'ml-1', 'ml-2']
 SELECTED = {'team=ml': ['ml-1', 'ml-2'], 'team=none': []}
 
 
 def managed(namespace, name='gpu-quota'):
-    return {'metadata': {'namespace': namespace, 'name': name, 'labels': {MANAGED_BY_LABEL: MANAGED_BY}}}
+    return {'metadata': {'namespace': namespace, 'name': name, 'labels': {LABEL_MANAGED_BY: MANAGED_BY}}}
 
 
 def foreign(namespace, name='gpu-quota'):
@@ -59,7 +60,7 @@ def test_manifests_for_namespaces_and_selector_with_normalised_hard():
         ('team-a', 'gpu-quota'), ('ml-1', 'gpu-quota'), ('ml-2', 'gpu-quota')]
     quota = result['quotas'][0]
     assert quota == {'apiVersion': 'v1', 'kind': 'ResourceQuota',
-                     'metadata': {'name': 'gpu-quota', 'namespace': 'team-a', 'labels': {MANAGED_BY_LABEL: MANAGED_BY}},
+                     'metadata': {'name': 'gpu-quota', 'namespace': 'team-a', 'labels': {LABEL_MANAGED_BY: MANAGED_BY}},
                      'spec': {'hard': {'requests.nvidia.com/gpu': '4', 'requests.cpu': '64'}}}
     assert len(result['notes']) == 1 and 'normalised to requests.nvidia.com/gpu' in result['notes'][0]
 
@@ -71,7 +72,7 @@ def test_name_scopes_labels_annotations_and_single_namespace():
                                                              'values': ['high']}]}}])
     assert result['errors'] == []
     (quota,) = result['quotas']
-    assert quota['metadata'] == {'name': 'mig', 'namespace': 'team-b', 'labels': {'team': 'b', MANAGED_BY_LABEL: MANAGED_BY},
+    assert quota['metadata'] == {'name': 'mig', 'namespace': 'team-b', 'labels': {'team': 'b', LABEL_MANAGED_BY: MANAGED_BY},
                                  'annotations': {'why': 'budget'}}
     assert quota['spec']['scopes'] == ['NotBestEffort']
     assert quota['spec']['scopeSelector']['matchExpressions'][0]['scopeName'] == 'PriorityClass'
@@ -116,7 +117,7 @@ BAD = [
     ([{'namespace': 'team-a', 'hard': {'requests.nvidia.com/gpu': 1}},
       {'namespaces': ['team-a'], 'hard': {'requests.nvidia.com/gpu': 2}}], 'declared once'),
     ([{'namespace': 'team-a', 'hard': {'requests.nvidia.com/gpu': 1}, 'scopes': ['Gpu']}], 'unknown scope'),
-    ([{'namespace': 'team-a', 'hard': {'requests.nvidia.com/gpu': 1}, 'labels': {MANAGED_BY_LABEL: 'me'}}],
+    ([{'namespace': 'team-a', 'hard': {'requests.nvidia.com/gpu': 1}, 'labels': {LABEL_MANAGED_BY: 'me'}}],
      'cannot be overridden'),
     ([{'namespace': 'team-a', 'hard': {'requests.nvidia.com/gpu': 1}, 'labels': {'team': 5}}], 'must be a string'),
     ([{'namespace': 'team-a', 'hard': {'nvidia.com/gpu': 1, 'requests.nvidia.com/gpu': 2}}], 'keep one'),

@@ -10,7 +10,11 @@ import json
 
 import pytest
 
+from ansible.errors import AnsibleFilterError
+
+from ansible_collections.gpuops.gpu.plugins.filter.smoke import FilterModule as SmokeFilters
 from ansible_collections.gpuops.gpu.plugins.module_utils.plans import smoke as S
+from ansible_collections.gpuops.gpu.plugins.module_utils.k8s.client import Connection
 from ansible_collections.gpuops.gpu.plugins.module_utils.ops.smoke import SmokeRunner
 
 
@@ -235,7 +239,8 @@ def run(cluster, **kwargs):
     clock = Clock()
     cases = [c for c in S.plan_cases(FLEET) if c['status'] == S.PLANNED]
     manifests = [S.job_manifest(c, 'smoke', 'img', 'r1') for c in cases]
-    runner = SmokeRunner(cluster, cluster, 'smoke', 'r1', clock=clock, sleep=clock.sleep, poll_interval=1, **kwargs)
+    runner = SmokeRunner(Connection(core=cluster, batch=cluster), 'smoke', 'r1', clock=clock, sleep=clock.sleep,
+                         poll_interval=1, **kwargs)
     runner.run(cases, manifests)
     return cases, runner
 
@@ -288,3 +293,46 @@ def test_runner_reports_why_the_job_has_no_pod():
     cases, _r = run(Forbidden(polls=10 ** 6), stuck_timeout=3, timeout=30)
     assert all(c['status'] == S.ERROR and c['detail'].startswith('FailedCreate: Error creating') for c in cases)
     assert all(c['seconds'] == 3 for c in cases)
+
+
+# --- the role's settings (smoke_test_input_errors) ----------------------------------------------
+
+def smoke_settings(**extra):
+    out = {'image': 'nvcr.io/nvidia/k8s/cuda-sample:vectoradd-cuda12.5.0-ubuntu22.04', 'namespace': 'gpuops-smoke-test',
+           'timeout': 300, 'stuck_timeout': 120, 'poll_interval': 2, 'resources': [], 'exclude_resources': []}
+    out.update(extra)
+    return out
+
+
+def test_role_settings_valid():
+    assert S.input_errors(smoke_settings()) == []
+    assert S.input_errors(smoke_settings(resources=['nvidia.com/gpu', 'nvidia.com/mig-1g.10gb', 'nvidia.com/gpu.shared'],
+                                         timeout='30', poll_interval='0.5')) == []
+
+
+@pytest.mark.parametrize('extra, fragment', [
+    ({'image': ''}, 'smoke_test_image must not be empty'),
+    ({'image': '  '}, 'smoke_test_image must not be empty'),
+    ({'image': 'cuda sample'}, 'smoke_test_image cuda sample is not an image reference'),
+    ({'image': 'https://nvcr.io/nvidia/cuda'}, 'is not an image reference'),
+    ({'namespace': 'Smoke_Test'}, 'smoke_test_namespace Smoke_Test is not a valid namespace name'),
+    ({'namespace': 'a.b'}, 'is not a valid namespace name'),
+    ({'namespace': 'x' * 64}, 'is not a valid namespace name'),
+    ({'timeout': 0}, 'smoke_test_timeout must be at least 1 second'),
+    ({'stuck_timeout': 'never'}, 'smoke_test_stuck_timeout must be at least 1 second'),
+    ({'poll_interval': 0}, 'smoke_test_poll_interval must be greater than 0'),
+    ({'resources': ['nvidia.com/gpu'], 'exclude_resources': ['nvidia.com/gpu']},
+     'smoke_test_resources and smoke_test_exclude_resources both name nvidia.com/gpu'),
+    ({'resources': ['amd.com/gpu', 'nvidia.com/mig-']}, 'amd.com/gpu, nvidia.com/mig- is not an NVIDIA GPU resource'),
+])
+def test_role_setting_errors(extra, fragment):
+    errors = S.input_errors(smoke_settings(**extra))
+    assert len(errors) == 1 and fragment in errors[0], errors
+
+
+def test_smoke_filter():
+    smoke_filter = SmokeFilters().filters()['smoke_test_input_errors']
+    assert smoke_filter(smoke_settings(namespace='A')) == [
+        'smoke_test_namespace A is not a valid namespace name (lowercase letters, digits and -, at most 63)']
+    with pytest.raises(AnsibleFilterError):
+        smoke_filter('image')

@@ -51,9 +51,9 @@ def test_parse_max_unavailable(value, total, expected):
     ('abc', "got 'abc'"),
     ('-1', "got '-1'"),
     ('', "got ''"),
-    (None, 'got None (NoneType)'),
+    (None, 'got None (null)'),
     (1.5, 'got 1.5 (float)'),
-    (True, 'got True (bool)'),
+    (True, 'got True (boolean)'),
     ([1], 'got [1] (list)'),
 ])
 def test_parse_max_unavailable_rejects(value, fragment):

@@ -7,8 +7,6 @@ __metaclass__ = type
 import pytest
 
 from ansible_collections.gpuops.gpu.plugins.module_utils.rollout.mig_kind import MigKind
-from ansible_collections.gpuops.gpu.plugins.module_utils.rollout.engine import (
-    NodeRollout, _lines, _parse_selector, resolve_assignments)
 
 
 def node(name='n1', product='NVIDIA-A100-SXM4-40GB', count='8', config=None, state=None, extra=None, ann=None):
@@ -109,81 +107,3 @@ class TestExpected(object):
 
     def test_disabled_is_full_gpus(self):
         assert MigKind(DOC, 'mixed').expected_allocatable(node(count='8'), 'all-disabled') == {'nvidia.com/gpu': 8}
-
-
-NODES = dict((n['metadata']['name'], n) for n in [
-    node('a1', extra={'pool': 'train'}), node('a2', extra={'pool': 'train'}),
-    node('b1', extra={'pool': 'infer', 'zone': 'z1'}), node('t1', product='Tesla-T4', count='1')])
-
-
-class TestResolveAssignments(object):
-    def test_names_and_selectors(self):
-        out, errors = resolve_assignments([{'label_selector': 'pool=train', 'config': 'seven'},
-                                           {'nodes': ['b1'], 'config': 'balanced'}], NODES, 'config')
-        assert errors == [] and out == {'a1': 'seven', 'a2': 'seven', 'b1': 'balanced'}
-
-    def test_dict_selector(self):
-        out, errors = resolve_assignments([{'selector': {'pool': 'infer', 'zone': 'z1'}, 'config': 'x'}], NODES, 'config')
-        assert out == {'b1': 'x'} and errors == []
-
-    def test_conflict_is_an_error(self):
-        _out, errors = resolve_assignments([{'label_selector': 'pool=train', 'config': 'seven'},
-                                            {'nodes': ['a1'], 'config': 'balanced'}], NODES, 'config')
-        assert errors == ["node a1 is assigned both 'seven' and 'balanced'"]
-
-    def test_missing_node_and_empty_selector(self):
-        _out, errors = resolve_assignments([{'nodes': ['zz'], 'config': 'a'},
-                                            {'label_selector': 'pool=none', 'config': 'a'},
-                                            {'config': 'a'}, {'nodes': ['a1']}], NODES, 'config')
-        assert errors == ['assignments[0]: node(s) not found: zz',
-                          "assignments[1]: label selector 'pool=none' matches no node",
-                          'assignments[2]: give nodes or a label_selector/selector',
-                          'assignments[3]: config is required']
-
-
-class TestSelector(object):
-    @pytest.mark.parametrize('selector,expected', [
-        ('pool=train', True), ('pool==train', True), ('pool!=train', False), ('pool', True), ('!pool', False),
-        ('pool in (a,train)', True), ('pool notin (train)', False), ('pool=train,zone', False), ('', True)])
-    def test_terms(self, selector, expected):
-        assert _parse_selector(selector)({'pool': 'train'}) is expected
-
-    def test_garbage(self):
-        with pytest.raises(ValueError, match='cannot parse'):
-            _parse_selector('a=b=c')
-
-
-class TestBlockingPdbs(object):
-    def test_pdb_with_no_disruptions_blocks(self):
-        pod = {'metadata': {'namespace': 'ml', 'name': 'p', 'labels': {'app': 'train'}}}
-        pdbs = [{'metadata': {'namespace': 'ml', 'name': 'strict'}, 'spec': {'selector': {'matchLabels': {'app': 'train'}}},
-                 'status': {'disruptionsAllowed': 0}},
-                {'metadata': {'namespace': 'ml', 'name': 'loose'}, 'spec': {'selector': {'matchLabels': {'app': 'train'}}},
-                 'status': {'disruptionsAllowed': 1}},
-                {'metadata': {'namespace': 'other', 'name': 'x'}, 'spec': {'selector': {'matchLabels': {'app': 'train'}}},
-                 'status': {'disruptionsAllowed': 0}},
-                {'metadata': {'namespace': 'ml', 'name': 'expr'}, 'spec': {'selector': {'matchExpressions': [
-                    {'key': 'app', 'operator': 'In', 'values': ['train']}]}}, 'status': {'disruptionsAllowed': 0}}]
-        assert NodeRollout.blocking_pdbs(pod, pdbs) == ['ml/strict', 'ml/expr']
-
-
-class _Stream(object):
-    """A watch response body arriving in arbitrary chunks (as urllib3 hands them over)."""
-
-    def __init__(self, chunks):
-        self.chunks = chunks
-
-    def stream(self, amt=None, decode_content=False):
-        return iter(self.chunks)
-
-
-@pytest.mark.parametrize('chunks', [
-    [b'{"a": 1}\n{"b": 2}\n'],
-    [b'{"a"', b': 1}\n{"b": ', b'2}\n'],
-    [b'{"a": 1}\n', b'\n', b'{"b": 2}\n{"c": 3}'],   # blank line skipped; no newline yet: not a line
-    ['{"a": 1}\n', '{"b": 2}\n'],                      # str chunks
-])
-def test_watch_lines_reassemble_chunks(chunks):
-    lines = list(_lines(_Stream(chunks)))
-    assert lines[:2] == [b'{"a": 1}', b'{"b": 2}']
-    assert len(lines) == 2

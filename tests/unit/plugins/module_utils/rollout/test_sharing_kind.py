@@ -10,8 +10,9 @@ import json
 
 import pytest
 
+from ansible_collections.gpuops.gpu.plugins.module_utils.k8s.client import Connection
 from ansible_collections.gpuops.gpu.plugins.module_utils.rollout import sharing as sharing_cluster
-from ansible_collections.gpuops.gpu.plugins.module_utils.gpu.sharing import render_config
+from ansible_collections.gpuops.gpu.plugins.module_utils.gpu.sharing_render import render_config
 from ansible_collections.gpuops.gpu.plugins.module_utils.rollout.sharing_kind import (
     ANN_HASH, RESTART_SELECTOR, SharingKind, content_hash, normalise_value)
 
@@ -356,12 +357,7 @@ PARAMS = {'operator_namespace': 'gpu-operator', 'cluster_policy': None, 'config_
 
 def run_check(assignments, conn, **extra):
     params = dict(PARAMS, assignments=assignments, **extra)
-    return sharing_cluster.run(conn, params, check_mode=True)
-
-
-@pytest.fixture(autouse=True)
-def fake_api_exception(monkeypatch):
-    monkeypatch.setattr(sharing_cluster, 'ApiException', FakeApiException)
+    return sharing_cluster.run(Connection(core=conn, custom=conn, policy=conn), params, check_mode=True)
 
 
 class TestRunValidation(object):

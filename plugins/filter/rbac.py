@@ -1,0 +1,29 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, gpuops.gpu contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""RBAC filter: check the rbac role's settings before it writes anything.
+
+Thin wrapper: the logic lives in module_utils.plans.rbac. Documentation is in rbac_input_errors.yml.
+"""
+
+from __future__ import (absolute_import, division, print_function)
+__metaclass__ = type
+
+from ansible.errors import AnsibleFilterError
+
+from ansible_collections.gpuops.gpu.plugins.module_utils.plans import rbac
+
+
+def rbac_input_errors(settings):
+    """Every problem with the rbac role's settings ([] when none)."""
+    if not isinstance(settings, dict):
+        raise AnsibleFilterError('rbac_input_errors: expects the settings as a mapping')
+    return rbac.input_errors(settings)
+
+
+class FilterModule(object):
+    """gpuops.gpu RBAC filters."""
+
+    def filters(self):
+        return {'rbac_input_errors': rbac_input_errors}

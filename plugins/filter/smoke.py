@@ -1,0 +1,29 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, gpuops.gpu contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""GPU smoke test filter: check the smoke_test role's settings before it writes anything.
+
+Thin wrapper: the logic lives in module_utils.plans.smoke. Documentation is in smoke_test_input_errors.yml.
+"""
+
+from __future__ import (absolute_import, division, print_function)
+__metaclass__ = type
+
+from ansible.errors import AnsibleFilterError
+
+from ansible_collections.gpuops.gpu.plugins.module_utils.plans import smoke
+
+
+def smoke_test_input_errors(settings):
+    """Every problem with the smoke_test role's settings ([] when none)."""
+    if not isinstance(settings, dict):
+        raise AnsibleFilterError('smoke_test_input_errors: expects the settings as a mapping')
+    return smoke.input_errors(settings)
+
+
+class FilterModule(object):
+    """gpuops.gpu smoke test filters."""
+
+    def filters(self):
+        return {'smoke_test_input_errors': smoke_test_input_errors}

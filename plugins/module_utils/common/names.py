@@ -1,0 +1,89 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, gpuops.gpu contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Names shared across the collection: labels, annotations, resource names, CRD coordinates.
+
+One place for every name that more than one package reads or writes. Pure constants (and two
+helpers for the ownership label), standard library only.
+
+- NVIDIA node labels are written by GPU feature discovery (GFD), node feature discovery (NFD)
+  and the operator's MIG manager; the collection reads them and, for ``nvidia.com/mig.config``
+  and ``nvidia.com/device-plugin.config``, writes them to ask for a change.
+- ``gpuops.gpu/...`` annotations are the collection's own bookkeeping on nodes.
+- Objects the collection creates carry ``app.kubernetes.io/managed-by: gpuops.gpu``; objects
+  without it are never changed or deleted by a planner that checks ownership.
+"""
+
+from __future__ import (absolute_import, division, print_function)
+__metaclass__ = type
+
+# --- ownership --------------------------------------------------------------------------------
+
+LABEL_MANAGED_BY = 'app.kubernetes.io/managed-by'
+MANAGED_BY = 'gpuops.gpu'
+
+
+def managed_by_labels(labels=None):
+    """A new label dict: ``labels`` (optional) plus ``app.kubernetes.io/managed-by: gpuops.gpu``."""
+    out = dict(labels or {})
+    out[LABEL_MANAGED_BY] = MANAGED_BY
+    return out
+
+
+def is_managed(labels):
+    """True when ``labels`` (an object's metadata.labels) say gpuops.gpu created the object."""
+    return (labels or {}).get(LABEL_MANAGED_BY) == MANAGED_BY
+
+
+# --- extended resources (NVIDIA device plugin, HAMi) ------------------------------------------
+
+RESOURCE_DOMAIN = 'nvidia.com'
+RESOURCE_PREFIX = RESOURCE_DOMAIN + '/'
+GPU_RESOURCE = 'nvidia.com/gpu'
+SHARED_RESOURCE = 'nvidia.com/gpu.shared'
+MIG_RESOURCE_PREFIX = 'nvidia.com/mig-'
+HAMI_RESOURCES = ('nvidia.com/gpumem', 'nvidia.com/gpumem-percentage', 'nvidia.com/gpucores')
+# How the device plugin advertises MIG devices (ClusterPolicy mig.strategy, label nvidia.com/mig.strategy)
+MIG_STRATEGIES = ('none', 'single', 'mixed')
+
+# --- NVIDIA node labels (GFD, NFD, MIG manager, operator) -------------------------------------
+
+LABEL_PRODUCT = 'nvidia.com/gpu.product'
+LABEL_COUNT = 'nvidia.com/gpu.count'
+LABEL_MEMORY = 'nvidia.com/gpu.memory'
+LABEL_PRESENT = 'nvidia.com/gpu.present'
+LABEL_REPLICAS = 'nvidia.com/gpu.replicas'
+LABEL_SHARING = 'nvidia.com/gpu.sharing-strategy'
+LABEL_COMPUTE_MAJOR = 'nvidia.com/gpu.compute.major'
+LABEL_COMPUTE_MINOR = 'nvidia.com/gpu.compute.minor'
+LABEL_MPS_CAPABLE = 'nvidia.com/mps.capable'
+LABEL_MIG_CAPABLE = 'nvidia.com/mig.capable'
+LABEL_MIG_STRATEGY = 'nvidia.com/mig.strategy'
+LABEL_MIG_CONFIG = 'nvidia.com/mig.config'
+LABEL_MIG_STATE = 'nvidia.com/mig.config.state'
+LABEL_DP_CONFIG = 'nvidia.com/device-plugin.config'
+LABEL_PCI_PRESENT = 'feature.node.kubernetes.io/pci-10de.present'
+DEPLOY_LABEL_PREFIX = 'nvidia.com/gpu.deploy.'
+PAUSED_FOR_MIG = 'paused-for-mig-change'
+
+# --- gpuops.gpu annotations on nodes (the rollout engine's bookkeeping) -----------------------
+
+ANN_PREFIX = 'gpuops.gpu/'
+ANN_ROLLOUT_TARGET = ANN_PREFIX + 'rollout-target'        # "<label>=<value>" being applied
+ANN_ROLLOUT_PHASE = ANN_PREFIX + 'rollout-phase'          # cordoned | labelled | failed
+ANN_ROLLOUT_REASON = ANN_PREFIX + 'rollout-reason'        # why it failed
+ANN_CORDONED_BY_ROLLOUT = ANN_PREFIX + 'cordoned-by-rollout'  # "true" only when a rollout cordoned the node
+ANN_ROLLOUT_UPDATED = ANN_PREFIX + 'rollout-updated'
+ANN_PHYSICAL_GPUS = ANN_PREFIX + 'physical-gpus'
+
+# --- custom resources -------------------------------------------------------------------------
+
+CLUSTER_POLICY_GROUP = 'nvidia.com'
+CLUSTER_POLICY_VERSION = 'v1'
+CLUSTER_POLICY_PLURAL = 'clusterpolicies'
+CLUSTER_POLICY_KIND = 'ClusterPolicy'
+CLUSTER_POLICY_API_VERSION = CLUSTER_POLICY_GROUP + '/' + CLUSTER_POLICY_VERSION
+CLUSTER_POLICY_CRD = CLUSTER_POLICY_PLURAL + '.' + CLUSTER_POLICY_GROUP
+# (group, version, plural): the first arguments of the CustomObjectsApi cluster calls
+CLUSTER_POLICY = (CLUSTER_POLICY_GROUP, CLUSTER_POLICY_VERSION, CLUSTER_POLICY_PLURAL)

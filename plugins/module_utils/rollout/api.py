@@ -1,0 +1,113 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, gpuops.gpu contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""The Kubernetes API calls of a node rollout: nodes, pods, PodDisruptionBudgets, evictions and
+Events, all as plain JSON through the run's ``k8s.client.Connection`` (which counts them).
+
+Safe to use from the worker threads that advance the nodes of a batch; Events are posted off the
+rollout's critical path (a small executor) while a rollout runs, and never stop it.
+"""
+
+from __future__ import (absolute_import, division, print_function)
+__metaclass__ = type
+
+import datetime
+import threading
+from concurrent.futures import ThreadPoolExecutor
+
+EVENT_SOURCE = 'gpuops.gpu'
+
+
+def now_iso():
+    """The current UTC time, ISO 8601 to the second (annotation and Event timestamps)."""
+    return datetime.datetime.now(datetime.timezone.utc).replace(microsecond=0).isoformat()
+
+
+class RolloutApi(object):
+    """API calls over ``conn``; ``warnings`` collects what the module reports as warnings."""
+
+    def __init__(self, conn):
+        self.conn = conn
+        self.warnings = []
+        self.nodes_version = None  # resourceVersion of the last node list: where the node watch starts
+        self._lock = threading.Lock()
+        self._events = None  # executor posting Events while a rollout runs
+
+    def warn(self, msg):
+        with self._lock:
+            if msg not in self.warnings:
+                self.warnings.append(msg)
+
+    # ------------------------------------------------------------------ reads
+    def list_nodes(self):
+        data = self.conn.call(self.conn.core.list_node)
+        self.nodes_version = (data.get('metadata') or {}).get('resourceVersion')
+        return data.get('items', [])
+
+    def get_node(self, name):
+        return self.conn.call(self.conn.core.read_node, name)
+
+    def node_pods(self, name):
+        return self.conn.call(self.conn.core.list_pod_for_all_namespaces,
+                              field_selector='spec.nodeName=%s' % name).get('items', [])
+
+    def all_pods(self):
+        return self.conn.call(self.conn.core.list_pod_for_all_namespaces,
+                              field_selector='status.phase!=Succeeded,status.phase!=Failed').get('items', [])
+
+    def selected_pods_on(self, namespace, selector, node_name):
+        """Pods of ``namespace`` matching the label ``selector`` on one node."""
+        return self.conn.call(self.conn.core.list_namespaced_pod, namespace, label_selector=selector,
+                              field_selector='spec.nodeName=%s' % node_name).get('items', [])
+
+    def list_pdbs(self):
+        return self.conn.call(self.conn.policy.list_pod_disruption_budget_for_all_namespaces).get('items', [])
+
+    # ------------------------------------------------------------------ writes
+    def patch_node(self, name, body):
+        return self.conn.call(self.conn.core.patch_node, name, body)
+
+    def evict(self, name, namespace, grace_period=None):
+        """Evict a pod through the Eviction API (PodDisruptionBudgets apply: HTTP 429 when one blocks)."""
+        return self.conn.call(self.conn.core.create_namespaced_pod_eviction, name, namespace, {
+            'apiVersion': 'policy/v1', 'kind': 'Eviction', 'metadata': {'name': name, 'namespace': namespace},
+            'deleteOptions': {'gracePeriodSeconds': grace_period} if grace_period is not None else None})
+
+    def delete_pod(self, name, namespace, grace_period=None):
+        """Delete a pod; False when it was already gone."""
+        kwargs = {} if grace_period is None else {'grace_period_seconds': grace_period}
+        return self.conn.call_or_none(self.conn.core.delete_namespaced_pod, name, namespace, **kwargs) is not None
+
+    # ------------------------------------------------------------------ events
+    def event(self, node, reason, message, warning=False):
+        """A Kubernetes Event on the node: progress visible with `kubectl get events`."""
+        meta = node.get('metadata') or {}
+        body = {
+            'metadata': {'generateName': '%s.gpuops-' % meta.get('name'), 'namespace': 'default'},
+            'involvedObject': {'kind': 'Node', 'name': meta.get('name'), 'uid': meta.get('uid'), 'apiVersion': 'v1'},
+            'reason': reason, 'message': message, 'type': 'Warning' if warning else 'Normal',
+            'source': {'component': EVENT_SOURCE}, 'reportingComponent': EVENT_SOURCE,
+            'firstTimestamp': now_iso(), 'lastTimestamp': now_iso(), 'count': 1,
+        }
+        if self._events is not None:  # off the rollout's critical path
+            self._events.submit(self._post_event, body)
+        else:
+            self._post_event(body)
+
+    def _post_event(self, body):
+        try:
+            self.conn.call(self.conn.core.create_namespaced_event, 'default', body)
+        except Exception as exc:  # best effort: an event never stops a rollout
+            self.warn('could not record event %s on node %s: %s' % (
+                body['reason'], body['involvedObject']['name'], getattr(exc, 'reason', None) or exc))
+
+    def start_events(self):
+        """Post Events in the background from now on (until stop_events)."""
+        self._events = ThreadPoolExecutor(max_workers=2)
+
+    def stop_events(self):
+        """Wait for the Events still being posted; post directly again."""
+        if self._events is not None:
+            self._events.shutdown(wait=True)
+            self._events = None

@@ -1,0 +1,113 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, gpuops.gpu contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""The one connection: raw JSON calls, one request counter (shared with pooled copies, thread-safe),
+404 as None, opened only when first used."""
+
+from __future__ import (absolute_import, division, print_function)
+__metaclass__ = type
+
+import json
+import threading
+
+import pytest
+
+from ansible_collections.gpuops.gpu.plugins.module_utils.k8s import client
+from ansible_collections.gpuops.gpu.plugins.module_utils.k8s.errors import ApiError
+
+
+class Resp(object):
+    def __init__(self, obj):
+        self.data = json.dumps(obj).encode() if obj is not None else b''
+
+
+class Missing(Exception):
+    status = 404
+
+
+class Core(object):
+    def __init__(self):
+        self.kwargs = []
+
+    def read_node(self, name, **kwargs):
+        self.kwargs.append(kwargs)
+        if name == 'gone':
+            raise Missing(name)
+        if name == 'denied':
+            raise OSError('denied')
+        return Resp({'metadata': {'name': name}})
+
+    def delete_node(self, name, **kwargs):
+        return Resp(None)
+
+
+def test_calls_are_raw_json_and_counted():
+    core = Core()
+    conn = client.Connection(core=core)
+    assert conn.call(core.read_node, 'n1') == {'metadata': {'name': 'n1'}}
+    assert core.kwargs == [{'_preload_content': False}]
+    assert conn.call(core.delete_node, 'n1') == {}
+    assert conn.call_or_none(core.read_node, 'gone') is None
+    with pytest.raises(OSError):
+        conn.call_or_none(core.read_node, 'denied')
+    assert isinstance(conn.request(core.read_node, 'n2'), Resp)
+    assert conn.requests == 5
+
+
+def test_decode():
+    assert client.decode({'a': 1}) == {'a': 1} and client.decode(None) == {} and client.decode([1]) == [1]
+    assert client.decode(b'{"a": 1}') == {'a': 1} and client.decode('') == {}
+
+
+def test_counter_is_thread_safe_and_shared_by_copies():
+    core = Core()
+    conn = client.Connection(core=core)
+    same = conn.pooled(64)  # nothing to widen without a kubernetes.core client: the same connection
+    assert same is conn
+    threads = [threading.Thread(target=lambda: [conn.call(core.read_node, 'n') for _i in range(200)])
+               for _t in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert conn.requests == 1600
+
+
+def test_unknown_api_objects_are_refused():
+    with pytest.raises(TypeError, match='apps'):
+        client.Connection(apps=object())
+
+
+def test_a_module_connection_opens_on_first_use(monkeypatch):
+    opened = []
+
+    class Api(object):
+        def __init__(self, api_client):
+            self.api_client = api_client
+
+    class Kube(object):  # what kubernetes.core's get_api_client returns: .client (dynamic) .client (ApiClient)
+        def __init__(self):
+            self.client = type('Dynamic', (), {'client': 'api-client'})()
+
+    def get_api_client(module):
+        opened.append(module)
+        return Kube()
+    for name in ('CoreV1Api', 'CustomObjectsApi', 'PolicyV1Api', 'BatchV1Api'):
+        monkeypatch.setattr(client, name, Api)
+    monkeypatch.setattr(client, 'get_api_client', get_api_client)
+    conn = client.connect('the-module')
+    assert opened == [] and conn.requests == 0
+    assert conn.core.api_client == 'api-client' and opened == ['the-module']
+    assert conn.custom.api_client == 'api-client' and opened == ['the-module']
+    conn.open()
+    assert opened == ['the-module']
+
+
+def test_a_connection_that_cannot_open_is_an_api_error(monkeypatch):
+    def refuse(module):
+        raise ValueError('no kubeconfig')
+    monkeypatch.setattr(client, 'get_api_client', refuse)
+    conn = client.connect('m')
+    with pytest.raises(ApiError, match='Could not connect to the Kubernetes API: no kubeconfig'):
+        conn.core.list_node()
