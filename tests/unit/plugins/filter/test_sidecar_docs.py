@@ -55,15 +55,12 @@ def _descriptions(node):
     if isinstance(node, dict):
         for key, value in node.items():
             if key == 'description':
-                for line in (value if isinstance(value, list) else [value]):
-                    yield line
+                yield from (value if isinstance(value, list) else [value])
             else:
-                for line in _descriptions(value):
-                    yield line
+                yield from _descriptions(value)
     elif isinstance(node, list):
         for item in node:
-            for line in _descriptions(item):
-                yield line
+            yield from _descriptions(item)
 
 
 FILTERS = _filters()
