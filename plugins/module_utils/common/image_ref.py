@@ -22,6 +22,7 @@ __metaclass__ = type
 import re
 
 from ansible_collections.gpuops.gpu.plugins.module_utils.common.checks import type_name, unknown_key_error
+from ansible_collections.gpuops.gpu.plugins.module_utils.k8s.errors import InputError
 
 DOCKER_HUB = 'docker.io'
 
@@ -51,7 +52,7 @@ _DIGEST_RE = re.compile(r'^[a-z0-9]+([+._-][a-z0-9]+)*:[0-9a-fA-F]{32,}$')
 SCHEME_RE = re.compile(r'^[a-z][a-z0-9+.-]*://')
 
 
-class ImageRefError(ValueError):
+class ImageRefError(InputError, ValueError):
     """An image reference or repository that cannot be parsed."""
 
 

@@ -39,6 +39,7 @@ __metaclass__ = type
 
 from ansible_collections.gpuops.gpu.plugins.module_utils.common.checks import (
     label_key_errors, label_value_errors, type_name)
+from ansible_collections.gpuops.gpu.plugins.module_utils.k8s.errors import InputError
 
 OPERATORS = ('in', 'notin', 'exists', '!')
 _SPECIAL = '=!(),<>'
@@ -46,7 +47,7 @@ _BLANK = ' \t\r\n'
 _SYMBOLS = ('==', '!=', '=', '!', '(', ')', ',', '<', '>')   # longest first
 
 
-class SelectorError(ValueError):
+class SelectorError(InputError, ValueError):
     """A label selector that is not valid Kubernetes label-selector syntax."""
 
 

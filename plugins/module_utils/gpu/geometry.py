@@ -27,9 +27,10 @@ from ansible_collections.gpuops.gpu.plugins.module_utils.common.names import (
 from ansible_collections.gpuops.gpu.plugins.module_utils.gpu.catalog import is_media_extension, parse_profile
 from ansible_collections.gpuops.gpu.plugins.module_utils.gpu.products import (
     MigCatalogError, products_with_profile, require_product)
+from ansible_collections.gpuops.gpu.plugins.module_utils.k8s.errors import InputError
 
 
-class MigGeometryError(ValueError):
+class MigGeometryError(InputError, ValueError):
     """A geometry, config or capacity question that has no valid answer."""
 
 

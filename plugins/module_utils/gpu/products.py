@@ -23,9 +23,10 @@ from ansible_collections.gpuops.gpu.plugins.module_utils.common.checks import (
     is_int, type_name, unknown_key_errors)
 from ansible_collections.gpuops.gpu.plugins.module_utils.gpu import catalog
 from ansible_collections.gpuops.gpu.plugins.module_utils.gpu.catalog import OVERRIDE_KEYS, PROFILE_KEYS
+from ansible_collections.gpuops.gpu.plugins.module_utils.k8s.errors import InputError
 
 
-class MigCatalogError(ValueError):
+class MigCatalogError(InputError, ValueError):
     """Malformed catalog overrides, or a GPU product the catalog does not know."""
 
 

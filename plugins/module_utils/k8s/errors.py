@@ -61,13 +61,18 @@ def status_of(exc):
     return getattr(exc, 'status', None)
 
 
+def _body_message(exc):
+    """The 'message' of the Status body an API exception carries, else None."""
+    try:
+        return json.loads(exc.body).get('message') or None
+    except (TypeError, ValueError, AttributeError):
+        return None
+
+
 def api_message(exc):
     """The apiserver's own message from an API exception (the 'message' of its Status body),
     else its reason, else the exception text."""
-    try:
-        return json.loads(exc.body).get('message') or str(exc.reason)
-    except (TypeError, ValueError, AttributeError):
-        return str(getattr(exc, 'reason', exc))
+    return _body_message(exc) or str(getattr(exc, 'reason', None) or exc)
 
 
 def api_error_message(exc):
@@ -77,12 +82,7 @@ def api_error_message(exc):
     if status is None:
         return str(exc)
     text = '%s %s' % (status, getattr(exc, 'reason', '') or '')
-    body = getattr(exc, 'body', None)
-    if body:
-        try:
-            message = json.loads(body).get('message')
-        except (TypeError, ValueError, AttributeError):
-            message = None
-        if message:
-            text += ': %s' % message
+    message = _body_message(exc)
+    if message:
+        text += ': %s' % message
     return text.strip()

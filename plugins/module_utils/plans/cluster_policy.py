@@ -29,6 +29,7 @@ from ansible_collections.gpuops.gpu.plugins.module_utils.common.names import (
     CLUSTER_POLICY_API_VERSION, CLUSTER_POLICY_KIND, MIG_STRATEGIES)
 from ansible_collections.gpuops.gpu.plugins.module_utils.gpu.tolerations import (
     GPU_TOLERATION, merge_tolerations, toleration_errors, toleration_identity)
+from ansible_collections.gpuops.gpu.plugins.module_utils.k8s.errors import InputError
 
 KIND = CLUSTER_POLICY_KIND
 API_VERSION = CLUSTER_POLICY_API_VERSION
@@ -60,7 +61,7 @@ DEFAULT_SPEC = {
 }
 
 
-class PolicyError(ValueError):
+class PolicyError(InputError, ValueError):
     """Invalid input for a ClusterPolicy (message says what to fix)."""
 
 

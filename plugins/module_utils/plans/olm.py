@@ -29,6 +29,7 @@ import re
 from ansible_collections.gpuops.gpu.plugins.module_utils.common.checks import (
     is_dns_subdomain, label_key_errors, label_value_errors, type_name, unknown_key_errors)
 from ansible_collections.gpuops.gpu.plugins.module_utils.gpu.tolerations import toleration_errors
+from ansible_collections.gpuops.gpu.plugins.module_utils.k8s.errors import InputError
 
 APPROVALS = ('Automatic', 'Manual')
 INSTALL_MODES = ('OwnNamespace', 'SingleNamespace', 'MultiNamespace', 'AllNamespaces')
@@ -43,7 +44,7 @@ SUBSCRIPTION_CONFIG_KEYS = ('tolerations', 'nodeSelector', 'env', 'envFrom', 're
                             'volumeMounts', 'selector', 'affinity', 'annotations')
 
 
-class OlmError(Exception):
+class OlmError(InputError, ValueError):
     """A decision that cannot be made from what the cluster says (message says what to fix)."""
 
 

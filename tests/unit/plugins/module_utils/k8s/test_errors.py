@@ -45,3 +45,35 @@ def test_api_error_words():
     assert errors.api_message(ApiErr(404, 'Not Found', 'not json')) == 'Not Found'
     assert errors.api_error_message(OSError('connection refused')) == 'connection refused'
     assert errors.status_of(forbidden) == 403 and errors.status_of(OSError()) is None
+
+
+def _public_exceptions():
+    """Every public exception class defined in plugins/module_utils, found by importing each file."""
+    import importlib
+    import inspect
+    import os
+    root = os.path.join(os.path.dirname(errors.__file__), '..')
+    found = []
+    for pkg in sorted(os.listdir(root)):
+        folder = os.path.join(root, pkg)
+        if not os.path.isdir(folder) or pkg.startswith('_'):
+            continue
+        for name in sorted(f[:-3] for f in os.listdir(folder) if f.endswith('.py') and f != '__init__.py'):
+            mod = importlib.import_module('ansible_collections.gpuops.gpu.plugins.module_utils.%s.%s' % (pkg, name))
+            found += [obj for cname, obj in vars(mod).items()
+                      if inspect.isclass(obj) and issubclass(obj, BaseException) and obj.__module__ == mod.__name__
+                      and not cname.startswith('_')]
+    return found
+
+
+def test_every_public_exception_is_one_of_the_family():
+    found = _public_exceptions()
+    names = sorted(cls.__name__ for cls in found)
+    # the pure planners' errors are input errors that filters also catch as ValueError
+    for required in ('SelectorError', 'ImageRefError', 'MigCatalogError', 'MigGeometryError', 'PolicyError', 'OlmError'):
+        assert required in names
+    outside = [cls.__name__ for cls in found if not issubclass(cls, errors.GpuOpsError)]
+    assert outside == []
+    for cls in found:
+        if cls.__module__.rsplit('.', 2)[-2] != 'k8s':
+            assert issubclass(cls, errors.InputError) and issubclass(cls, ValueError), cls
