@@ -29,12 +29,10 @@ from ansible_collections.gpuops.gpu.plugins.module_utils.common.names import (
 from ansible_collections.gpuops.gpu.plugins.module_utils.gpu.fleet import short_resource
 
 GROUP_BY = ('product', 'resource', 'node')
+# the labels and annotations on the smoke test's Jobs and pods
 RUN_LABEL = 'gpuops.gpu/smoke-test'
-NAME_LABEL = 'app.kubernetes.io/name'
-APP_NAME = 'gpuops-smoke-test'
-ANN_RESOURCE = 'gpuops.gpu/resource'
-ANN_PRODUCT = 'gpuops.gpu/product'
-ANN_NODE = 'gpuops.gpu/node'
+NAME_LABEL, APP_NAME = 'app.kubernetes.io/name', 'gpuops-smoke-test'
+ANN_RESOURCE, ANN_PRODUCT, ANN_NODE = ('gpuops.gpu/' + what for what in ('resource', 'product', 'node'))
 
 PLANNED = 'planned'
 PASSED = 'passed'
