@@ -7,8 +7,24 @@
 Pure logic, no I/O. This file reads a config the way the plugin does (strategy, replicas);
 gpu/sharing_checks.py validates one, gpu/sharing_render.py predicts what a node advertises
 under it and renders the device-plugin ConfigMap. Behaviour mirrors the plugin where it is NVIDIA's (capacity, labels,
-active strategy); validation is stricter than the plugin where the plugin silently ignores a
-mistake (unknown or mis-cased keys, resources it does not advertise).
+active strategy); validation refuses everything the plugin refuses at start-up, and is stricter
+where the plugin silently ignores or reinterprets a mistake (unknown keys, mis-cased keys,
+resources it does not advertise, more time-slicing replicas than is sane).
+
+How the plugin reads the file (api/config/v1/config.go parseConfigFrom): ``sigs.k8s.io/yaml``
+decodes it with go-yaml v2 (YAML 1.1: plain ``y``, ``n``, ``on``, ``off`` are booleans, ``0o17``,
+``1e3``, ``1_000`` are numbers), converts it to JSON and runs ``encoding/json`` into Go structs:
+- struct fields without their own UnmarshalJSON (``Config``, ``Flags``, ``Sharing``, ``Imex``)
+  match keys case-insensitively (``timeslicing`` IS ``timeSlicing``; with both spellings one
+  silently wins) and read an explicit ``null`` as absent (``sharing.mps: null`` is no MPS);
+- ``ReplicatedResources`` / ``ReplicatedResource`` (api/config/v1/replicas.go) look keys up
+  exactly, and an explicit ``null`` is passed to the field's decoder: ``sharing.timeSlicing:
+  null`` fails with "no resources specified", ``rename: null`` with an invalid resource name,
+  ``devices: null`` with "the only valid string input is 'all'"; ``renameByDefault`` and
+  ``failRequestsGreaterThanOne`` null read as unset;
+- integers are Go ``int`` (int64: ``replicas``, a ``devices`` count, ``imex.channelIDs``) and
+  device indexes ``uint64`` (``strconv.ParseUint`` for ``'0'``, ``'0:1'``, ``MIG-GPU-.../1/0``);
+  anything larger fails to decode.
 
 Facts (NVIDIA/k8s-device-plugin v0.20.0):
 - ``sharing.timeSlicing`` / ``sharing.mps``: ``renameByDefault``, ``failRequestsGreaterThanOne``,
@@ -40,6 +56,13 @@ SHARING_KINDS = ('timeSlicing', 'mps')
 MPS_MAX_REPLICAS = 48
 MPS_MAX_REPLICAS_BEFORE_7_5 = 16
 MAX_RESOURCE_NAME_LENGTH = 63
+# Go's int (64-bit platforms) and uint64: the largest values the plugin's fields decode.
+GO_INT_MAX = 2 ** 63 - 1
+GO_UINT64_MAX = 2 ** 64 - 1
+# Sane upper bound of replicas per device (docs/sharing.md, "How the device plugin reads a
+# profile"): the plugin advertises replicas x devices entries to the kubelet, all of them in
+# every ListAndWatch message.
+MAX_REPLICAS = 256
 MIG_RESOURCE_RE = re.compile(r'^nvidia\.com/mig-([1-9][0-9]*g\.[0-9]+gb(?:\.me\.all|\.me|\.gfx|-me)?)$')
 
 

@@ -4,8 +4,10 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 """Validation of NVIDIA k8s-device-plugin sharing configs and named profiles. Pure, no I/O.
 
-Stricter than the plugin where the plugin silently ignores a mistake (unknown or mis-cased keys,
-resources it does not advertise); the facts the checks follow are listed in gpu/sharing.py.
+Refuses everything NVIDIA's device plugin refuses at start-up (explicit nulls where its decoders
+fail on them, integers beyond Go's int/uint64), and is stricter where the plugin silently ignores
+or reinterprets a mistake (unknown or mis-cased keys, resources it does not advertise, more than
+MAX_REPLICAS replicas); the facts the checks follow are listed in gpu/sharing.py.
 """
 
 from __future__ import (absolute_import, division, print_function)
@@ -18,9 +20,9 @@ from ansible_collections.gpuops.gpu.plugins.module_utils.common.checks import (
 from ansible_collections.gpuops.gpu.plugins.module_utils.common.names import (
     GPU_RESOURCE, MIG_STRATEGIES, RESOURCE_DOMAIN)
 from ansible_collections.gpuops.gpu.plugins.module_utils.gpu.sharing import (
-    MAX_RESOURCE_NAME_LENGTH, MPS_MAX_REPLICAS, SHARED_SUFFIX, SHARING_KINDS, config_mig_strategy,
-    effective_mig_strategy, is_mig_resource, mps_max_replicas, normalise_resource_name, parse_compute_capability,
-    section, shared_resources, sharing_blocks)
+    GO_INT_MAX, GO_UINT64_MAX, MAX_REPLICAS, MAX_RESOURCE_NAME_LENGTH, MPS_MAX_REPLICAS, SHARED_SUFFIX,
+    config_mig_strategy, effective_mig_strategy, is_mig_resource, mps_max_replicas, normalise_resource_name,
+    parse_compute_capability, section, shared_resources, sharing_blocks)
 
 _ADVERTISES = {'none': 'which advertises only full GPUs, as nvidia.com/gpu',
                'single': 'which advertises MIG devices as nvidia.com/gpu'}
@@ -28,7 +30,11 @@ _CONFIGMAP_KEY_RE = re.compile(r'^[-._a-zA-Z0-9]+$')
 _UUID = r'[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}'
 _DEVICE_REF_RE = re.compile(r'^([0-9]+|[0-9]+:[0-9]+|GPU-%s|MIG-%s|MIG-GPU-%s/[0-9]+/[0-9]+)$' % (_UUID, _UUID, _UUID))
 _DEVICE_LIST_STRATEGIES = ('envvar', 'volume-mounts', 'cdi-annotations', 'cdi-cri')
-_GO_DURATION_RE = re.compile(r'^(infinite|[-+]?([0-9]*(\.[0-9]*)?(ns|us|\u00b5s|ms|s|m|h))+|0)$')
+_GO_DURATION_RE = re.compile(r'^[-+]?(([0-9]*(\.[0-9]*)?(ns|us|\u00b5s|\u03bcs|ms|s|m|h))+|0)$')
+_GO_DURATION_PART_RE = re.compile(r'([0-9]*)(?:\.([0-9]*))?(ns|us|\u00b5s|\u03bcs|ms|s|m|h)')
+_NS_PER_UNIT = {'ns': 1, 'us': 10 ** 3, '\u00b5s': 10 ** 3, '\u03bcs': 10 ** 3, 'ms': 10 ** 6, 's': 10 ** 9,
+                'm': 60 * 10 ** 9, 'h': 3600 * 10 ** 9}
+_NULL_FAILS = 'the device plugin fails to start on an explicit null; give a value or remove the key'
 
 
 # --- structural schema ----------------------------------------------------------------------
@@ -54,25 +60,33 @@ def _version(value, path):
 
 
 def _replicas(value, path):
-    if is_int(value) and value >= 2:
-        return []
-    return ['%s must be an integer >= 2 (to stop sharing, remove the resource or the whole sharing '
-            'block), got %s %r' % (path, type_name(value), value)]
+    if not (is_int(value) and value >= 2):
+        return ['%s must be an integer >= 2 (to stop sharing, remove the resource or the whole sharing '
+                'block), got %s %r' % (path, type_name(value), value)]
+    if value > MAX_REPLICAS:
+        return ['%s %d is more than %d, the most replicas per device gpuops.gpu accepts (the device plugin '
+                'advertises replicas x devices entries to the kubelet); lower replicas'
+                % (path, value, MAX_REPLICAS)]
+    return []
 
 
 def _devices(value, path):
-    if value == 'all' or (is_int(value) and value > 0):
+    if value == 'all' or (is_int(value) and 0 < value <= GO_INT_MAX):
         return []
     if isinstance(value, list) and value and all(_is_device_ref(item) for item in value):
         return []
-    return ["%s must be 'all', a count > 0, or a list of GPU indexes ('0'), MIG indexes ('0:1') or "
-            "GPU-/MIG- UUIDs, got %r" % (path, value)]
+    return ["%s must be 'all', a count from 1 to %d, or a list of GPU indexes ('0'), MIG indexes ('0:1') or "
+            "GPU-/MIG- UUIDs (indexes at most %d), got %r" % (path, GO_INT_MAX, GO_UINT64_MAX, value)]
 
 
 def _is_device_ref(item):
+    """A device reference the plugin decodes: indexes are Go uint64 (replicas.go ParseUint)."""
     if is_int(item):
-        return item >= 0
-    return isinstance(item, str) and bool(_DEVICE_REF_RE.match(item))
+        return 0 <= item <= GO_UINT64_MAX
+    if not isinstance(item, str) or not _DEVICE_REF_RE.match(item):
+        return False
+    indexes = item.split('/')[1:] if item.startswith('MIG-GPU-') else item.split(':')
+    return all(int(index) <= GO_UINT64_MAX for index in indexes if index.isdigit())
 
 
 def _device_list_strategy(value, path):
@@ -83,9 +97,25 @@ def _device_list_strategy(value, path):
 
 
 def _duration(value, path):
-    if is_int(value) or (isinstance(value, str) and _GO_DURATION_RE.match(value)):
+    """A GFD sleep interval: 'infinite', a Go duration string, or nanoseconds (api/config/v1/duration.go)."""
+    nanoseconds = value if is_int(value) else _go_duration_ns(value)
+    if value == 'infinite' or (nanoseconds is not None and 0 <= nanoseconds <= GO_INT_MAX):
         return []
-    return ["%s must be a duration such as '60s' or 'infinite', got %r" % (path, value)]
+    return ["%s must be a duration from 0 to about 292 years, such as '60s' or 'infinite', got %r" % (path, value)]
+
+
+def _go_duration_ns(value):
+    """Nanoseconds of a Go duration string ('1h30m', '0.5s'), or None when Go's ParseDuration fails."""
+    if not isinstance(value, str) or not _GO_DURATION_RE.match(value):
+        return None
+    sign = -1 if value.startswith('-') else 1
+    total = 0
+    for whole, fraction, unit in _GO_DURATION_PART_RE.findall(value):
+        if not whole and not fraction:
+            return None
+        scale = _NS_PER_UNIT[unit]
+        total += int(whole or 0) * scale + int(fraction or 0) * scale // 10 ** len(fraction or '')
+    return None if total > GO_INT_MAX + (sign < 0) else sign * total
 
 
 def _imex_channels(value, path):
@@ -97,7 +127,10 @@ def _imex_channels(value, path):
 _REPLICATED_RESOURCE = Fields(
     {'name': _resource_name_errors, 'rename': _resource_name_errors, 'devices': _devices, 'replicas': _replicas},
     required={'name': 'the resource to share, e.g. nvidia.com/gpu',
-              'replicas': 'an integer >= 2, the number of shares per device'})
+              'replicas': 'an integer >= 2, the number of shares per device'},
+    not_null={'rename': _NULL_FAILS + " (its resource name decoder reads null as '')",
+              'devices': _NULL_FAILS + " ('devices set as '' but the only valid string input is 'all''); "
+                                       "omit devices to share all devices"})
 
 
 _REPLICATED = Fields(
@@ -143,9 +176,10 @@ _SCHEMA = Fields({
         }),
     }),
     'resources': Fields({'gpus': Items(_PATTERN_RESOURCE), 'mig': Items(_PATTERN_RESOURCE)}),
+    # An explicit mps: null is no MPS to the plugin (a nil pointer), timeSlicing: null fails.
     'sharing': Fields({'timeSlicing': _REPLICATED, 'mps': _REPLICATED},
-                      not_null=dict((kind, "the plugin fails with 'no resources specified'; give its resources "
-                                           "or remove the key") for kind in SHARING_KINDS)),
+                      not_null={'timeSlicing': "the plugin fails with 'no resources specified'; give its resources "
+                                               "or remove the key"}),
     'imex': Fields({'channelIDs': _imex_channels, 'required': bool_errors}),
 })
 

@@ -147,24 +147,46 @@ def render_profiles(profiles, mig_strategy=None, compute_capability=None):
     return dict((name, render_config(profiles[name])) for name in sorted(profiles))
 
 
+# A key may stay plain when it is an identifier that no YAML 1.1 reader resolves to anything but
+# a string (go-yaml v2 reads y, n, on, off, yes, no, true, false as booleans, null and ~ as null).
+_PLAIN_KEY_RE = re.compile(r'^[A-Za-z][A-Za-z0-9]*$')
+_YAML11_WORDS = ('y', 'n', 'yes', 'no', 'on', 'off', 'true', 'false', 'null')
+
+
+class _Quoted(str):
+    """A string value: always emitted quoted, so every YAML 1.1 reader reads back this string."""
+
+
+if yaml is not None:
+    class _Dumper(yaml.SafeDumper):  # pylint: disable=too-many-ancestors
+        """SafeDumper that quotes every string value (and every key that is not a plain identifier)."""
+
+    _Dumper.add_representer(
+        _Quoted, lambda dumper, value: dumper.represent_scalar('tag:yaml.org,2002:str', str(value), style="'"))
+
+
 def render_config(config):
     """One config as YAML text with a canonical key order (no validation).
 
-    Uses PyYAML's pure-Python SafeDumper (not libyaml) so the text is the same on every host.
+    Every string value is quoted: NVIDIA's device plugin reads the file with go-yaml v2 (YAML
+    1.1), where a plain ``y``, ``off``, ``0o17`` or ``1e3`` is a boolean or a number, not the
+    string we meant. Integers, booleans and null stay plain. Uses PyYAML's pure-Python dumper (not
+    libyaml) so the text is the same on every host.
     """
     if yaml is None:  # pragma: no cover
         raise ValueError('rendering device-plugin profiles needs the PyYAML Python library')
     data = dict(config)
     data['version'] = data.get('version') or 'v1'
-    return yaml.safe_dump(_canonical(data), default_flow_style=False, sort_keys=False,
-                          allow_unicode=True, width=1000)
+    return yaml.dump(_canonical(data), Dumper=_Dumper, default_flow_style=False, sort_keys=False,
+                     allow_unicode=True, width=1000)
 
 
 def _canonical(value):
-    """Plain builtins (no Ansible string/dict subclasses) with dict keys in canonical order."""
+    """Plain builtins (no Ansible string/dict subclasses) with dict keys in canonical order;
+    string values become ``_Quoted``, keys stay plain only when ``_plain_key`` allows it."""
     if isinstance(value, dict):
         keys = sorted(value, key=lambda k: (_KEY_ORDER.index(k) if k in _KEY_ORDER else len(_KEY_ORDER), str(k)))
-        return dict((str(k), _canonical(value[k])) for k in keys)
+        return dict((_key(k), _canonical(value[k])) for k in keys)
     if isinstance(value, (list, tuple)):
         return [_canonical(item) for item in value]
     if isinstance(value, bool) or value is None:
@@ -173,4 +195,9 @@ def _canonical(value):
         return int(value)
     if isinstance(value, float):
         return float(value)
-    return str(value)
+    return _Quoted(value)
+
+
+def _key(key):
+    key = str(key)
+    return key if _PLAIN_KEY_RE.match(key) and key.lower() not in _YAML11_WORDS else _Quoted(key)

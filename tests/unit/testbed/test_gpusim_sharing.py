@@ -67,3 +67,43 @@ def test_invalid(text, msg):
 def test_empty_and_flags_only():
     assert sharing.parse("") == sharing.empty_config()
     assert sharing.parse("version: v1\nflags: {migStrategy: mixed}")["strategy"] == "none"
+
+
+# The real plugin's decoding (NVIDIA/k8s-device-plugin v0.20.0 api/config/v1): explicit nulls,
+# Go int/uint64 ranges and case-insensitive struct keys. The simulator refuses what the plugin
+# refuses, so an integration test can show a config the collection would never write.
+_TS = "sharing: {timeSlicing: {resources: [{name: nvidia.com/gpu, replicas: 2%s}]}}"
+
+
+@pytest.mark.parametrize("text, msg", [
+    ("sharing: {timeSlicing: null}", "no resources specified"),                  # sharing.go:22, replicas.go:190
+    (_TS % ", rename: null", "incorrect format for resource name 'nvidia.com/'"),  # replicas.go:255-263
+    (_TS % ", devices: null", "only valid string input is 'all'"),               # replicas.go:231-239, :271-276
+    (_TS % ", devices: 9223372036854775808", "unrecognized type"),               # replicas.go:281-322
+    (_TS % ", devices: [18446744073709551616]", "unsupported type for device"),  # replicas.go:300-315
+    (_TS % ", devices: ['0:18446744073709551616']", "unsupported type for device"),
+    (_TS % ", devices: [-1]", "unsupported type for device"),
+    ("sharing: {timeSlicing: {resources: [{name: gpu, replicas: 9223372036854775808}]}}",
+     "cannot unmarshal number 9223372036854775808"),                             # replicas.go:85, :246
+    ("sharing: {timeSlicing: {resources: [{name: gpu, replicas: null}]}}", ">= 2"),
+    ("sharing: {timeSlicing: {resources: [{name: null, replicas: 2}]}}", "incorrect format"),
+])
+def test_refuses_what_the_real_plugin_refuses(text, msg):
+    with pytest.raises(sharing.SharingConfigError, match=re.escape(msg)):
+        sharing.parse(text)
+
+
+@pytest.mark.parametrize("text, strategy, replicas", [
+    ("sharing: {mps: null, timeSlicing: {resources: [{name: gpu, replicas: 3}]}}", "time-slicing", 3),  # sharing.go:24
+    ("sharing: {timeslicing: {resources: [{name: gpu, replicas: 3}]}}", "time-slicing", 3),  # sharing.go:20-25
+    ("SHARING: {TimeSlicing: {resources: [{name: gpu, replicas: 3}]}}", "time-slicing", 3),  # config.go:34-40
+    ("sharing: {timeSlicing: {resources: [{name: gpu, replicas: 3}]},"
+     " timeslicing: {resources: [{name: gpu, replicas: 5}]}}", "time-slicing", 5),  # the last spelling wins
+    ("sharing: {timeSlicing: {renameByDefault: null, resources: [{name: gpu, replicas: 3, devices: [0, '1:2']}]}}",
+     "time-slicing", 3),                                                                 # replicas.go:173-181
+    ("sharing: null\nflags: null\nversion: null", "none", None),
+])
+def test_reads_what_the_real_plugin_reads(text, strategy, replicas):
+    c = sharing.parse(text)
+    assert c["strategy"] == strategy
+    assert [r["replicas"] for r in c["resources"]] == ([replicas] if replicas else [])

@@ -90,7 +90,7 @@ def test_sharing_profiles_data_is_byte_stable():
                                                           'renameByDefault': True}}, 'version': 'v1'},
                  'ts-10': TS_10}
     assert one == FILTERS['sharing_profiles_data'](reordered)
-    assert one['plain'] == 'version: v1\n'
+    assert one['plain'] == "version: 'v1'\n"
     assert yaml.safe_load(one['mps']) == MPS_10_RENAMED
     with pytest.raises(AnsibleFilterError, match='sharing_profiles_data'):
         FILTERS['sharing_profiles_data']({'x': {'sharing': {'mps': {}, 'timeSlicing': {}}}})

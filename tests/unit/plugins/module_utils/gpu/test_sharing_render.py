@@ -142,11 +142,11 @@ def test_sanitise_product(raw, expected):
 
 # --- profiles and rendering -----------------------------------------------------------------
 
-TS_T4_TEXT = ('version: v1\n'
+TS_T4_TEXT = ("version: 'v1'\n"
               'sharing:\n'
               '  timeSlicing:\n'
               '    resources:\n'
-              '    - name: nvidia.com/gpu\n'
+              "    - name: 'nvidia.com/gpu'\n"
               '      replicas: 4\n')
 
 
@@ -171,20 +171,20 @@ def test_render_canonical_order_of_block_keys():
     config = {'sharing': {'mps': {'resources': [{'replicas': 10, 'name': 'nvidia.com/gpu'}],
                                   'failRequestsGreaterThanOne': True, 'renameByDefault': True}},
               'flags': {'migStrategy': 'none'}}
-    assert render_config(config) == ('version: v1\n'
+    assert render_config(config) == ("version: 'v1'\n"
                                      'flags:\n'
-                                     '  migStrategy: none\n'
+                                     "  migStrategy: 'none'\n"
                                      'sharing:\n'
                                      '  mps:\n'
                                      '    renameByDefault: true\n'
                                      '    failRequestsGreaterThanOne: true\n'
                                      '    resources:\n'
-                                     '    - name: nvidia.com/gpu\n'
+                                     "    - name: 'nvidia.com/gpu'\n"
                                      '      replicas: 10\n')
 
 
 def test_render_adds_version_to_empty_profile():
-    assert render_profiles({'unshared': {}}) == {'unshared': 'version: v1\n'}
+    assert render_profiles({'unshared': {}}) == {'unshared': "version: 'v1'\n"}
 
 
 def test_render_round_trips():
