@@ -52,4 +52,12 @@ options:
         alone when the watch is not available.
     type: float
     default: 1.0
+  allow_vgpu_nodes:
+    description:
+      - Change assigned nodes that carry an NVIDIA vGPU label (C(nvidia.com/vgpu.present=true) on a vGPU guest,
+        C(nvidia.com/gpu.workload.config=vm-vgpu) on a vGPU host). By default such nodes are refused before anything
+        is written, with the nodes and the label named; a vGPU is one GPU per VM that cannot be split further.
+      - Nodes already at their target are never refused.
+    type: bool
+    default: false
 '''

@@ -65,6 +65,11 @@ LABEL_MIG_STATE = 'nvidia.com/mig.config.state'
 LABEL_DP_CONFIG = 'nvidia.com/device-plugin.config'
 LABEL_PCI_PRESENT = 'feature.node.kubernetes.io/pci-10de.present'
 DEPLOY_LABEL_PREFIX = 'nvidia.com/gpu.deploy.'
+# vGPU: GFD on a vGPU guest (NVIDIA/k8s-device-plugin internal/lm/vgpu.go) and the operator's workload
+# config of a vGPU host (NVIDIA/gpu-operator controllers/state_manager.go); docs/facts.md#vgpu-nodes
+LABEL_VGPU_PRESENT = 'nvidia.com/vgpu.present'
+LABEL_WORKLOAD_CONFIG = 'nvidia.com/gpu.workload.config'
+VGPU_LABELS = ((LABEL_VGPU_PRESENT, 'true'), (LABEL_WORKLOAD_CONFIG, 'vm-vgpu'))
 PAUSED_FOR_MIG = 'paused-for-mig-change'
 
 # --- gpuops.gpu annotations on nodes (the rollout engine's bookkeeping) -----------------------

@@ -16,7 +16,7 @@ from ansible_collections.gpuops.gpu.plugins.module_utils.common.checks import as
 from ansible_collections.gpuops.gpu.plugins.module_utils.common.names import (
     DEPLOY_LABEL_PREFIX, GPU_RESOURCE, LABEL_COUNT, LABEL_DP_CONFIG, LABEL_MEMORY, LABEL_MIG_CAPABLE, LABEL_MIG_CONFIG,
     LABEL_MIG_STATE, LABEL_MIG_STRATEGY, LABEL_PCI_PRESENT, LABEL_PRESENT, LABEL_PRODUCT, LABEL_REPLICAS, LABEL_SHARING,
-    MIG_RESOURCE_PREFIX, PAUSED_FOR_MIG, SHARED_RESOURCE)
+    MIG_RESOURCE_PREFIX, PAUSED_FOR_MIG, SHARED_RESOURCE, VGPU_LABELS)
 
 # Pods that hold resources on a node: bound, not terminal (what the scheduler's cache holds).
 ACTIVE_POD_FIELD_SELECTOR = 'status.phase!=Succeeded,status.phase!=Failed'
@@ -52,6 +52,29 @@ def is_gpu_node(node):
     if LABEL_PRODUCT in labels:
         return True
     return bool(gpu_resources((node.get('status') or {}).get('capacity')))
+
+
+def vgpu_label(node):
+    """'<label>=<value>' of the first vGPU label the node carries (docs/facts.md#vgpu-nodes), else None."""
+    labels = node.get('metadata', {}).get('labels') or {}
+    for key, value in VGPU_LABELS:
+        if labels.get(key) == value:
+            return '%s=%s' % (key, value)
+    return None
+
+
+def vgpu_errors(nodes, names, change):
+    """One error per vGPU label naming the nodes among ``names`` that carry it: a vGPU guest has one
+    unsplittable GPU per VM and a vGPU host's GPUs belong to its VMs, so ``change`` (MIG, sharing)
+    cannot be applied there by a node label."""
+    found = {}
+    for name in sorted(names):
+        label = vgpu_label(nodes[name])
+        if label:
+            found.setdefault(label, []).append(name)
+    return ['%s refused on vGPU node(s) %s (label %s): a vGPU is one unsplittable GPU per VM, and a vGPU '
+            'host gives its GPUs to VMs; leave these nodes out of the assignments, or set allow_vgpu_nodes: '
+            'true if you are sure' % (change, ', '.join(found[label]), label) for label in sorted(found)]
 
 
 def base_product(product):

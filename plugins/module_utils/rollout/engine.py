@@ -340,4 +340,5 @@ def rollout_argument_spec(value_key):
         verify_timeout=dict(type='int', default=180),
         api_timeout=dict(type='int', default=300),
         poll_interval=dict(type='float', default=1.0),
+        allow_vgpu_nodes=dict(type='bool', default=False),
     )

@@ -11,13 +11,16 @@ __metaclass__ = type
 
 import time
 
-from ansible_collections.gpuops.gpu.plugins.module_utils.gpu.node import LABEL_MIG_CONFIG, LABEL_MIG_STATE
+from ansible_collections.gpuops.gpu.plugins.module_utils.gpu.node import LABEL_MIG_CONFIG, LABEL_MIG_STATE, vgpu_errors
 from ansible_collections.gpuops.gpu.plugins.module_utils.gpu.mig_parted import mig_parted_errors
 from ansible_collections.gpuops.gpu.plugins.module_utils.k8s.errors import InputError, RolloutFailed
 from ansible_collections.gpuops.gpu.plugins.module_utils.ops.cluster_policy import read_cluster_policy
 from ansible_collections.gpuops.gpu.plugins.module_utils.rollout.mig_kind import MigKind
+from ansible_collections.gpuops.gpu.plugins.module_utils.rollout.sharing import parse_texts
+from ansible_collections.gpuops.gpu.plugins.module_utils.rollout.sharing_kind import SharingKind
 from ansible_collections.gpuops.gpu.plugins.module_utils.rollout.engine import (
     NodeRollout, check_inputs, finish_result, resolve_assignments)
+from ansible_collections.gpuops.gpu.plugins.module_utils.rollout.node import held_elsewhere
 
 try:
     import yaml
@@ -51,8 +54,8 @@ def read_document(conn, config_map, namespace):
 
 
 def _kind(conn, params):
-    """(MigKind, ConfigMap name or None for the built-in configs) from the ClusterPolicy, the
-    mig-parted document and the module's overrides."""
+    """(MigKind, ConfigMap name or None for the built-in configs, ClusterPolicy devicePlugin) from the
+    ClusterPolicy, the mig-parted document and the module's overrides."""
     policy = read_cluster_policy(conn, params.get('cluster_policy'))
     spec = (policy or {}).get('spec') or {}
     strategy = params.get('mig_strategy') or (spec.get('mig') or {}).get('strategy') or 'single'
@@ -66,7 +69,23 @@ def _kind(conn, params):
     else:
         document = read_document(conn, config_map, params['operator_namespace'])
     return MigKind(document, strategy, params.get('mig_catalog_overrides')), \
-        config_map if document is not None else None
+        config_map if document is not None else None, spec.get('devicePlugin') or {}
+
+
+def read_sharing(conn, plugin, strategy, namespace, nodes):
+    """The device-plugin profiles behind the nodes' allocatable: a rollout.sharing_kind.SharingKind over the
+    ConfigMap that ClusterPolicy ``devicePlugin`` (``plugin``) names, read when a node runs one (some node
+    has a nvidia.com/device-plugin.config label, or the ClusterPolicy sets a default); None when no node
+    is shared. A missing ConfigMap reads as one without profiles (MigKind.validate names the nodes)."""
+    config = plugin.get('config') or {}
+    name, default = config.get('name'), config.get('default') or ''
+    if plugin.get('enabled') is False or not name:
+        return None
+    if not (default or any(SharingKind.labels(n).get(SharingKind.label) for n in nodes)):
+        return None
+    cm = conn.call_or_none(conn.core.read_namespaced_config_map, name, namespace)
+    texts = dict((cm or {}).get('data') or {})
+    return SharingKind(texts, parse_texts(texts), default, strategy, namespace)
 
 
 def _diff(kind, nodes, assignments):
@@ -83,12 +102,17 @@ def run(conn, params, check_mode, log=None):
     """Validate everything, then roll out. Returns the result dict; raises InputError (nothing
     written) or RolloutFailed (with a partial result)."""
     started = time.monotonic()
-    kind, config_map = _kind(conn, params)
+    kind, config_map, plugin = _kind(conn, params)
     rollout = NodeRollout(conn, kind, dict(params, check_mode=check_mode), log=log)
     nodes = dict((n['metadata']['name'], n) for n in rollout.list_nodes())
+    kind.sharing = read_sharing(conn, plugin, kind.strategy, params['operator_namespace'], nodes.values())
     assignments, errors = resolve_assignments(params['assignments'], nodes, 'config')
     for name in sorted(assignments):
         errors.extend(kind.validate(nodes[name], assignments[name]))
+    errors.extend(held_elsewhere(kind, nodes, assignments))
+    if not params.get('allow_vgpu_nodes'):
+        errors.extend(vgpu_errors(nodes, [n for n in assignments if not kind.at_target(nodes[n], assignments[n])],
+                                  'MIG'))
     check_inputs(errors, params, len(assignments))
 
     result = rollout.run(assignments, nodes)

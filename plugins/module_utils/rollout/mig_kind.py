@@ -6,6 +6,13 @@
 The rollout engine (rollout/engine.py) asks a *target kind* four questions: is the node already there, which
 label patch moves it, how far it has got, and what allocatable to expect at the end. This is the
 MIG answer (labels and states: docs/facts.md#mig-manager); sharing has its own.
+
+The allocatable to expect is the node's whole state: the MIG devices of the target config
+(gpu/mig_configs.py ``config_capacity``) multiplied by the device-plugin sharing profile the node
+runs (its ``nvidia.com/device-plugin.config`` label, else the ClusterPolicy default; read the way
+the sharing kind reads it, rollout/sharing_kind.py ``effective_key``), through
+gpu/sharing_render.py ``sharing_capacity``. The MIG manager restarts the device plugin after a
+change, so the plugin runs the profile's current ConfigMap text afterwards.
 """
 
 from __future__ import (absolute_import, division, print_function)
@@ -16,6 +23,8 @@ from ansible_collections.gpuops.gpu.plugins.module_utils.gpu import node as gn
 from ansible_collections.gpuops.gpu.plugins.module_utils.gpu.products import get_product
 from ansible_collections.gpuops.gpu.plugins.module_utils.gpu.geometry import MigGeometryError
 from ansible_collections.gpuops.gpu.plugins.module_utils.gpu.mig_configs import config_capacity
+from ansible_collections.gpuops.gpu.plugins.module_utils.gpu.sharing import sharing_strategy
+from ansible_collections.gpuops.gpu.plugins.module_utils.gpu.sharing_render import sharing_capacity
 
 STATE_SUCCESS = 'success'
 STATE_FAILED = 'failed'
@@ -27,16 +36,19 @@ class MigKind(object):
     """MIG configuration through the ``nvidia.com/mig.config`` label.
 
     ``document`` is the mig-parted document the operator's MIG manager reads, or None for the
-    operator's built-in configs. ``strategy`` is the ClusterPolicy ``mig.strategy``.
+    operator's built-in configs. ``strategy`` is the ClusterPolicy ``mig.strategy``. ``sharing`` is a
+    rollout.sharing_kind.SharingKind over the device-plugin ConfigMap the ClusterPolicy names
+    (``devicePlugin.config``), or None when it names none (no node is shared).
     """
 
     label = gn.LABEL_MIG_CONFIG
     name = 'mig'
 
-    def __init__(self, document, strategy, overrides=None):
+    def __init__(self, document, strategy, overrides=None, sharing=None):
         self.document = document
         self.strategy = strategy
         self.overrides = overrides
+        self.sharing = sharing
 
     # ------------------------------------------------------------------ node facts
     @staticmethod
@@ -89,6 +101,39 @@ class MigKind(object):
             config_capacity(self.document, value, product, gpus, self.strategy, self.overrides)
         except MigGeometryError as exc:
             return ["node %s (%d x %s, mig strategy %s): %s" % (name, gpus, product, self.strategy, exc)]
+        return self.sharing_errors(node, value, gpus)
+
+    # ------------------------------------------------------------------ the sharing half of the node's state
+    def sharing_profile(self, node):
+        """(key, config) of the device-plugin profile the node runs: its label, else the default;
+        ('', {}) without a device-plugin ConfigMap or profile; config None when the key is not in the
+        ConfigMap or is not valid YAML."""
+        if self.sharing is None:
+            return '', {}
+        key = self.sharing.effective_key(node)
+        return key, self.sharing.config(key)
+
+    def enables_mig(self, node, value, gpus):
+        """``value`` leaves MIG enabled on some GPU of the node (fewer full GPUs than GPUs with strategy mixed)."""
+        full = config_capacity(self.document, value, self.product(node), gpus, 'mixed', self.overrides)
+        return full.get(gn.GPU_RESOURCE, 0) < gpus
+
+    def sharing_errors(self, node, value, gpus):
+        """Why the node's sharing profile keeps ``value`` from working (empty list when it does not)."""
+        key, config = self.sharing_profile(node)
+        where = "node %s runs device-plugin profile '%s'" % (node['metadata']['name'], key)
+        if config is None:
+            return ["%s, which is not a key of the device-plugin ConfigMap (or not valid YAML): its device plugin "
+                    "cannot start, so no MIG change can be verified; fix its sharing first "
+                    "(gpuops.gpu.sharing_rollout)" % where]
+        if sharing_strategy(config) == 'mps' and self.enables_mig(node, value, gpus):
+            return ['%s (MPS), and config \'%s\' enables MIG: the device plugin fails with "sharing using MPS is not '
+                    'supported for MIG devices"; give the node an unshared or time-slicing profile first '
+                    '(gpuops.gpu.sharing_rollout)' % (where, value)]
+        try:
+            self.expected_allocatable(node, value)
+        except ValueError as exc:
+            return ['%s, which does not work with MIG strategy %s: %s; fix the profile first' % (where, self.strategy, exc)]
         return []
 
     def at_target(self, node, value):
@@ -130,5 +175,12 @@ class MigKind(object):
         return 'wait', 'state %s' % (state or 'not reported yet')
 
     def expected_allocatable(self, node, value):
-        gpus = self.physical_gpus(node)
-        return config_capacity(self.document, value, self.product(node), gpus, self.strategy, self.overrides)
+        """The MIG devices of ``value`` as the node's sharing profile advertises them."""
+        devices = config_capacity(self.document, value, self.product(node), self.physical_gpus(node), self.strategy,
+                                  self.overrides)
+        config = self.sharing_profile(node)[1]
+        if not config:
+            return devices
+        mig = dict((k, v) for k, v in devices.items() if k != gn.GPU_RESOURCE)
+        return sharing_capacity(config, gpus=devices.get(gn.GPU_RESOURCE, 0), strategy=self.strategy,
+                                mig_resources=mig if self.strategy == 'mixed' else None)

@@ -42,6 +42,30 @@ def target_marker(kind, value):
     return '%s=%s' % (kind.label, value)
 
 
+# the module that drives each label, for the message about a node another rollout holds
+_ROLLOUT_MODULES = {gn.LABEL_MIG_CONFIG: 'gpuops.gpu.mig_rollout', gn.LABEL_DP_CONFIG: 'gpuops.gpu.sharing_rollout'}
+
+
+def held_elsewhere(kind, nodes_by_name, names):
+    """Why ``kind`` must not take the named nodes: another kind's rollout left its markers on them
+    (unfinished or failed). Taking such a node over would overwrite its target, phase and reason
+    and could uncordon it with the other change unfinished, so it is an input error and the
+    markers stay; the other rollout, run again, resumes it."""
+    errors = []
+    for name in sorted(names):
+        ann = annotations(nodes_by_name[name])
+        label = ann.get(ANN_TARGET, '').partition('=')[0]
+        if not label or label == kind.label:
+            continue
+        reason = ann.get(ANN_REASON)
+        module = _ROLLOUT_MODULES.get(label, 'the rollout of %s' % label)
+        errors.append('node %s is held by an unfinished %s run (%s=%s, phase %s%s); its markers are kept: run %s '
+                      'again to finish it (it resumes the node), then run this one'
+                      % (name, module, ANN_TARGET, ann[ANN_TARGET], ann.get(ANN_PHASE) or 'unknown',
+                         ', reason: %s' % reason if reason else '', module))
+    return errors
+
+
 def nonzero(resources):
     return dict((k, v) for k, v in (resources or {}).items() if v)
 

@@ -20,6 +20,7 @@ from ansible_collections.gpuops.gpu.plugins.module_utils.k8s.waiter import Waite
 from ansible_collections.gpuops.gpu.plugins.module_utils.ops.cluster_policy import read_cluster_policy
 from ansible_collections.gpuops.gpu.plugins.module_utils.rollout.engine import (
     ANN_TARGET, NodeRollout, check_inputs, finish_result, resolve_assignments)
+from ansible_collections.gpuops.gpu.plugins.module_utils.rollout.node import held_elsewhere
 from ansible_collections.gpuops.gpu.plugins.module_utils.rollout.sharing_kind import (
     DEFAULT, RESERVED, RESTART_SELECTOR, SharingKind, normalise_value)
 
@@ -155,7 +156,7 @@ def _skip_unlabelled(kind, nodes, assignments):
         del assignments[name]
 
 
-def _errors(kind, nodes, assignments, config_map):
+def _errors(kind, nodes, assignments, config_map, allow_vgpu=False):
     """Why the assignments cannot be applied, including nodes left by a killed run or labelled
     with a profile the ConfigMap no longer has."""
     errors = []
@@ -165,6 +166,10 @@ def _errors(kind, nodes, assignments, config_map):
                       % (kind.default_key, config_map, ', '.join(sorted(kind.configs)) or 'none', kind.label))
     for name in sorted(assignments):
         errors.extend(kind.validate(nodes[name], assignments[name]))
+    errors.extend(held_elsewhere(kind, nodes, assignments))
+    if not allow_vgpu:
+        errors.extend(gn.vgpu_errors(nodes, [n for n in assignments if not kind.at_target(nodes[n], assignments[n])],
+                                     'GPU sharing'))
     for name in sorted(set(nodes) - set(assignments)):
         ann = (nodes[name]['metadata'].get('annotations') or {}).get(ANN_TARGET, '')
         if ann.startswith(kind.label + '='):  # left by a killed run: it is resumed, so check it too
@@ -200,7 +205,8 @@ def run(conn, params, check_mode, log=None):
     if not check_mode:
         nodes = wait_for_strategy(rollout, kind, nodes, assignments, params)
     _skip_unlabelled(kind, nodes, assignments)
-    check_inputs(errors + _errors(kind, nodes, assignments, config_map), params, len(assignments))
+    check_inputs(errors + _errors(kind, nodes, assignments, config_map, params.get('allow_vgpu_nodes')), params,
+                 len(assignments))
 
     diff = _diff(kind, nodes, assignments)
     result = rollout.run(assignments, nodes)

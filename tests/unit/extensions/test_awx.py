@@ -113,13 +113,17 @@ def test_survey_question_is_a_non_secret_role_variable(template_name, question):
 
 
 def test_no_secret_value_in_job_templates():
-    """Secret-looking extra vars are env lookups of variables a credential type injects; nothing else."""
+    """Secret-looking extra vars are env lookups of variables a credential type injects, or (``*_env``, for
+    the passwords the roles read literally with gpuops.gpu.secret_var) lists of their names; nothing else."""
     injected = set()
     for ctype in CREDENTIAL_TYPES:
         injected.update((ctype['injectors'].get('env') or {}).keys())
     for template in TEMPLATES:
         for name, value in (template.get('extra_vars') or {}).items():
-            if SECRET_NAME.search(name) or 'token' in name:
+            if name.endswith('_env') and SECRET_NAME.search(name):
+                assert isinstance(value, list) and value and set(value) <= injected, (template['name'], name, value)
+                assert name[:-len('_env')] not in template['extra_vars'], '%s: %s and its _env' % (template['name'], name)
+            elif SECRET_NAME.search(name) or 'token' in name:
                 assert isinstance(value, str), name
                 names = ENV_LOOKUP.findall(value)
                 assert names, '%s: %s must come from a credential (env lookup), not a value' % (template['name'], name)

@@ -249,3 +249,38 @@ def test_cpu_node_is_unchanged_by_reading():
     before = copy.deepcopy(CPU)
     gpu_node.node_gpu_info(CPU, PODS)
     assert CPU == before
+
+
+# ------------------------------------------------------------------ vGPU nodes
+
+VGPU_NODES = {
+    'guest': {'metadata': {'name': 'guest', 'labels': {'nvidia.com/vgpu.present': 'true'}}},
+    'guest2': {'metadata': {'name': 'guest2', 'labels': {'nvidia.com/vgpu.present': 'true'}}},
+    'host': {'metadata': {'name': 'host', 'labels': {'nvidia.com/gpu.workload.config': 'vm-vgpu'}}},
+    'not-vgpu': {'metadata': {'name': 'not-vgpu', 'labels': {'nvidia.com/vgpu.present': 'false'}}},
+    'container': {'metadata': {'name': 'container', 'labels': {'nvidia.com/gpu.workload.config': 'container'}}},
+    'passthrough': {'metadata': {'name': 'passthrough',
+                                 'labels': {'nvidia.com/gpu.workload.config': 'vm-passthrough'}}},
+    'bare': {'metadata': {'name': 'bare'}},
+}
+
+
+@pytest.mark.parametrize('name, expected', [
+    ('guest', 'nvidia.com/vgpu.present=true'), ('host', 'nvidia.com/gpu.workload.config=vm-vgpu'),
+    ('not-vgpu', None), ('container', None), ('passthrough', None), ('bare', None)])
+def test_vgpu_label(name, expected):
+    assert gpu_node.vgpu_label(VGPU_NODES[name]) == expected
+
+
+def test_vgpu_errors_name_every_node_grouped_by_label():
+    errors = gpu_node.vgpu_errors(VGPU_NODES, ['host', 'guest2', 'bare', 'guest', 'not-vgpu'], 'MIG')
+    assert len(errors) == 2
+    host, guest = errors  # sorted by label
+    assert guest.startswith('MIG refused on vGPU node(s) guest, guest2 (label nvidia.com/vgpu.present=true)')
+    assert host.startswith('MIG refused on vGPU node(s) host (label nvidia.com/gpu.workload.config=vm-vgpu)')
+    assert all('allow_vgpu_nodes: true' in e for e in errors)
+
+
+def test_vgpu_errors_none_without_vgpu_nodes():
+    assert gpu_node.vgpu_errors(VGPU_NODES, ['not-vgpu', 'container', 'passthrough', 'bare'], 'GPU sharing') == []
+    assert gpu_node.vgpu_errors(VGPU_NODES, [], 'MIG') == []
