@@ -82,12 +82,41 @@ class Job:
         return sorted(n for n, r in self.results().items() if r.get('changed'))
 
 
+def kubeconfig_credential(kubeconfig_text, context=None):
+    """The gpuops.gpu kubeconfig credential (extensions/awx/credential_types.yml): the whole kubeconfig, written
+    to a private file named by K8S_AUTH_KUBECONFIG; ``context`` adds K8S_AUTH_CONTEXT (a custom credential type
+    or the job's environment)."""
+    return {'kubeconfig': kubeconfig_text, 'context': context}
+
+
+def _credential_env(pdd, credential):
+    """The K8S_AUTH_* variables ``credential`` injects (its private files written under ``pdd``/env)."""
+    if 'kubeconfig' in credential:
+        path = os.path.join(pdd, 'env', 'kubeconfig')
+        with open(path, 'w') as handle:
+            handle.write(credential['kubeconfig'])
+        os.chmod(path, 0o600)
+        out = {'K8S_AUTH_KUBECONFIG': path}
+        if credential.get('context'):
+            out['K8S_AUTH_CONTEXT'] = credential['context']
+        return out
+    ca_file = os.path.join(pdd, 'env', 'k8s_ca.crt')
+    with open(ca_file, 'w') as handle:
+        handle.write(credential['ssl_ca_cert'])
+    os.chmod(ca_file, 0o600)
+    return {'K8S_AUTH_HOST': credential['host'], 'K8S_AUTH_API_KEY': credential['bearer_token'],
+            'K8S_AUTH_VERIFY_SSL': str(credential['verify_ssl']), 'K8S_AUTH_SSL_CA_CERT': ca_file}
+
+
 def run_job(workdir, template, credential, survey=None, launch_vars=None, job_type='run', diff=False,
-            timeout=900, ident='job'):
+            timeout=900, ident='job', project_files=None, home=None):
     """Run ``template`` (from job_template()) in a fresh private data directory under ``workdir``.
 
     ``survey``: answers by variable (unanswered questions get their default, as AWX does);
-    ``launch_vars``: prompted extra vars (only when the template asks for variables on launch).
+    ``launch_vars``: prompted extra vars (only when the template asks for variables on launch);
+    ``credential``: bearer_token_credential() or kubeconfig_credential();
+    ``project_files``: more files of the project checkout (path relative to project/ -> text);
+    ``home``: the job's HOME (where ~/.kube/config, the kubernetes client's last fallback, is read).
     """
     pdd = os.path.join(str(workdir), ident)
     shutil.rmtree(pdd, ignore_errors=True)
@@ -95,6 +124,9 @@ def run_job(workdir, template, credential, survey=None, launch_vars=None, job_ty
         os.makedirs(os.path.join(pdd, sub))
     # the project checkout: the playbooks (the collection itself comes from the execution environment)
     shutil.copytree(os.path.join(REPO, 'playbooks'), os.path.join(pdd, 'project', 'playbooks'))
+    for rel, text in (project_files or {}).items():
+        with open(os.path.join(pdd, 'project', rel), 'w') as handle:
+            handle.write(text)
     host_vars = {'ansible_connection': 'local', 'ansible_python_interpreter': sys.executable}
     with open(os.path.join(pdd, 'inventory', 'hosts.json'), 'w') as handle:
         json.dump({'all': {'hosts': {'localhost': host_vars}}}, handle)
@@ -119,15 +151,9 @@ def run_job(workdir, template, credential, survey=None, launch_vars=None, job_ty
     with open(os.path.join(pdd, 'env', 'extravars'), 'w') as handle:
         yaml.safe_dump(extravars, handle)
 
-    # the built-in bearer-token credential's injection
-    ca_file = os.path.join(pdd, 'env', 'k8s_ca.crt')
-    with open(ca_file, 'w') as handle:
-        handle.write(credential['ssl_ca_cert'])
-    os.chmod(ca_file, 0o600)
-    envvars = {'K8S_AUTH_HOST': credential['host'], 'K8S_AUTH_API_KEY': credential['bearer_token'],
-               'K8S_AUTH_VERIFY_SSL': str(credential['verify_ssl']), 'K8S_AUTH_SSL_CA_CERT': ca_file,
-               'ANSIBLE_LOCALHOST_WARNING': 'false', 'ANSIBLE_INVENTORY_UNPARSED_WARNING': 'false',
-               'ANSIBLE_NOCOLOR': '1'}
+    # the credential's injection
+    envvars = dict(_credential_env(pdd, credential), ANSIBLE_LOCALHOST_WARNING='false',
+                   ANSIBLE_INVENTORY_UNPARSED_WARNING='false', ANSIBLE_NOCOLOR='1')
     with open(os.path.join(pdd, 'env', 'envvars'), 'w') as handle:
         yaml.safe_dump(envvars, handle)
     cmdline = []
@@ -147,6 +173,8 @@ def run_job(workdir, template, credential, survey=None, launch_vars=None, job_ty
     # nothing of the test's own cluster access leaks into the job: only the credential above
     env = dict((k, v) for k, v in os.environ.items() if not k.startswith('K8S_AUTH_') and k != 'KUBECONFIG')
     env['PATH'] = os.path.dirname(sys.executable) + os.pathsep + env.get('PATH', '')
+    if home:
+        env['HOME'] = home
     proc = subprocess.run([runner, 'run', pdd, '-p', template['playbook'], '--ident', ident], env=env,
                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=timeout, check=False)
     artifacts = os.path.join(pdd, 'artifacts', ident)

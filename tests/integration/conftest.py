@@ -11,6 +11,7 @@ Environment:
 """
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import os
@@ -55,12 +56,10 @@ class Testbed:
             return json.load(f)
 
 
-@pytest.fixture(scope="module")
-def testbed(request) -> Testbed:
-    name = os.environ.get("GPUOPS_TESTBED_NAME", "gpuops-it")
-    if os.environ.get("GPUOPS_TESTBED_REUSE") != "1":
-        stem = re.sub(r"[^a-z0-9]+", "-", request.module.__name__.rsplit(".", 1)[-1].lower())
-        name = f"{name}-{stem.replace('test-', '')[:24].strip('-')}"
+@contextlib.contextmanager
+def virtual_gpu_cluster(name: str):
+    """A virtual GPU cluster named ``name`` (GPUOPS_TESTBED_CONFIG / _KEEP / _REUSE as above), brought
+    up on entry and down on exit: the ``testbed`` fixture, and a second cluster where a test needs two."""
     config = os.path.abspath(os.environ.get("GPUOPS_TESTBED_CONFIG", DEFAULT_CONFIG))
     reuse = os.environ.get("GPUOPS_TESTBED_REUSE") == "1"
     keep = os.environ.get("GPUOPS_TESTBED_KEEP") == "1" or reuse
@@ -79,11 +78,22 @@ def testbed(request) -> Testbed:
     kubeconfig = r.stdout.strip().splitlines()[-1]
     with open(config) as f:
         cfg = yaml.safe_load(f)
-    tb = Testbed(name=name, kubeconfig=kubeconfig, config_path=config, config=cfg,
-                 state_dir=os.path.dirname(kubeconfig))
-    yield tb
-    if not keep:
-        subprocess.run([sys.executable, TESTBED, "--name", name, "down"], check=False)
+    try:
+        yield Testbed(name=name, kubeconfig=kubeconfig, config_path=config, config=cfg,
+                      state_dir=os.path.dirname(kubeconfig))
+    finally:
+        if not keep:
+            subprocess.run([sys.executable, TESTBED, "--name", name, "down"], check=False)
+
+
+@pytest.fixture(scope="module")
+def testbed(request) -> Testbed:
+    name = os.environ.get("GPUOPS_TESTBED_NAME", "gpuops-it")
+    if os.environ.get("GPUOPS_TESTBED_REUSE") != "1":
+        stem = re.sub(r"[^a-z0-9]+", "-", request.module.__name__.rsplit(".", 1)[-1].lower())
+        name = f"{name}-{stem.replace('test-', '')[:24].strip('-')}"
+    with virtual_gpu_cluster(name) as tb:
+        yield tb
 
 
 @pytest.fixture(scope="module")
