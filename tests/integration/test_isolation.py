@@ -5,7 +5,7 @@ reset) runs at cluster A, once through `-e gpuops_kubeconfig=... -e gpuops_conte
 the K8S_AUTH_KUBECONFIG / K8S_AUTH_CONTEXT environment alone (ansible-runner, as an AWX job with a
 kubeconfig credential). Afterwards B must be exactly as before: every object of every listable API
 resource, compared by resourceVersion; an object whose resourceVersion moved must differ in nothing but its
-status and the heartbeats of the simulated node agents (see snapshot() for the exact rules). A must show
+status and the heartbeats of the simulated node agents (the exact rules: _fingerprint()). A must show
 the work done (Helm releases, ClusterPolicy, quotas, ServiceAccount).
 
 The Helm paths are the ones that went to the default cluster before meta/runtime.yml's action group
