@@ -219,7 +219,7 @@ duration_s:
 '''
 
 from ansible_collections.gpuops.gpu.plugins.module_utils.k8s.runner import argument_spec, gpu_module, run_module
-from ansible_collections.gpuops.gpu.plugins.module_utils.rollout.engine import rollout_argument_spec
+from ansible_collections.gpuops.gpu.plugins.module_utils.rollout.inputs import rollout_argument_spec
 from ansible_collections.gpuops.gpu.plugins.module_utils.rollout.sharing import run
 from ansible_collections.gpuops.gpu.plugins.module_utils.rollout.sharing_kind import RESTART_SELECTOR
 

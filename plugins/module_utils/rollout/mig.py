@@ -18,8 +18,9 @@ from ansible_collections.gpuops.gpu.plugins.module_utils.ops.cluster_policy impo
 from ansible_collections.gpuops.gpu.plugins.module_utils.rollout.mig_kind import MigKind
 from ansible_collections.gpuops.gpu.plugins.module_utils.rollout.sharing import parse_texts
 from ansible_collections.gpuops.gpu.plugins.module_utils.rollout.sharing_kind import SharingKind
-from ansible_collections.gpuops.gpu.plugins.module_utils.rollout.engine import (
-    NodeRollout, check_inputs, finish_result, resolve_assignments)
+from ansible_collections.gpuops.gpu.plugins.module_utils.rollout.engine import NodeRollout
+from ansible_collections.gpuops.gpu.plugins.module_utils.rollout.inputs import (
+    check_inputs, finish_result, resolve_assignments)
 from ansible_collections.gpuops.gpu.plugins.module_utils.rollout.node import held_elsewhere
 
 try:

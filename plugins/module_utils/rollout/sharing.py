@@ -18,8 +18,9 @@ from ansible_collections.gpuops.gpu.plugins.module_utils.gpu.sharing_render impo
 from ansible_collections.gpuops.gpu.plugins.module_utils.k8s.errors import InputError, RolloutFailed
 from ansible_collections.gpuops.gpu.plugins.module_utils.k8s.waiter import Waiter
 from ansible_collections.gpuops.gpu.plugins.module_utils.ops.cluster_policy import read_cluster_policy
-from ansible_collections.gpuops.gpu.plugins.module_utils.rollout.engine import (
-    ANN_TARGET, NodeRollout, check_inputs, finish_result, resolve_assignments)
+from ansible_collections.gpuops.gpu.plugins.module_utils.rollout.engine import ANN_TARGET, NodeRollout
+from ansible_collections.gpuops.gpu.plugins.module_utils.rollout.inputs import (
+    check_inputs, finish_result, resolve_assignments)
 from ansible_collections.gpuops.gpu.plugins.module_utils.rollout.node import held_elsewhere
 from ansible_collections.gpuops.gpu.plugins.module_utils.rollout.sharing_kind import (
     DEFAULT, RESERVED, RESTART_SELECTOR, SharingKind, normalise_value)

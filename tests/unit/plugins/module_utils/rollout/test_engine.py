@@ -15,8 +15,9 @@ pytest.importorskip('kubernetes')
 from ansible_collections.gpuops.gpu.plugins.module_utils.k8s.client import Connection  # noqa: E402
 from ansible_collections.gpuops.gpu.plugins.module_utils.k8s.errors import RolloutFailed  # noqa: E402
 from ansible_collections.gpuops.gpu.plugins.module_utils.rollout import node as rn  # noqa: E402
-from ansible_collections.gpuops.gpu.plugins.module_utils.rollout.engine import (  # noqa: E402
-    NodeRollout, check_inputs, resolve_assignments, rollout_argument_spec)
+from ansible_collections.gpuops.gpu.plugins.module_utils.rollout.engine import NodeRollout  # noqa: E402
+from ansible_collections.gpuops.gpu.plugins.module_utils.rollout.inputs import (  # noqa: E402
+    check_inputs, resolve_assignments, rollout_argument_spec)
 from ansible_collections.gpuops.gpu.tests.unit.plugins.module_utils.rollout.fake_api import (  # noqa: E402
     LABEL, FakeApi, FakeKind, api_error, gpu_pod, node)
 
