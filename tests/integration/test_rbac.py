@@ -2,16 +2,24 @@
 bad inputs fail before writing), then a MIG rollout (gpuops.gpu.mig_rollout) as a ServiceAccount bound only to
 gpuops-gpu-rollout, authenticated with its token the way AWX's bearer-token credential does
 (K8S_AUTH_HOST / K8S_AUTH_API_KEY / K8S_AUTH_SSL_CA_CERT, no kubeconfig), and the same account refused
-everything outside that role."""
+everything outside that role. What RBAC cannot narrow, the role's ValidatingAdmissionPolicies do, on the real
+apiserver: the same token may patch only the ClusterPolicy fields and node labels/annotations/cordon a MIG or
+sharing rollout writes, and only on GPU nodes (every request below is a server-side dry run, so the
+policies and RBAC judge it and nothing is written). The real MIG rollout through the mig role, ClusterPolicy
+patch included, as such an account: tests/integration/test_awx_jobs.py."""
 
 import base64
+import json
 import os
 
 import pytest
 import yaml
 from kubernetes import client
 
+from ansible_collections.gpuops.gpu.plugins.module_utils.common import names
+from ansible_collections.gpuops.gpu.plugins.module_utils.rollout.sharing_kind import ANN_HASH
 from ansible_run import run_play, run_role
+from cluster_policy_example import clusterpolicy_example
 from conftest import wait_until
 
 SA, SA_NS = 'gpuops-rollout', 'gpuops-automation'
@@ -29,13 +37,18 @@ def managed_objects(api_client):
     """Everything the role may write, by kind/namespace/name → resourceVersion."""
     rbac = client.RbacAuthorizationV1Api(api_client)
     core = client.CoreV1Api(api_client)
+    admission = client.AdmissionregistrationV1Api(api_client)
     out = {}
     for kind, items in (('ClusterRole', rbac.list_cluster_role(label_selector=MANAGED).items),
                         ('ClusterRoleBinding', rbac.list_cluster_role_binding(label_selector=MANAGED).items),
                         ('Role', rbac.list_role_for_all_namespaces(label_selector=MANAGED).items),
                         ('RoleBinding', rbac.list_role_binding_for_all_namespaces(label_selector=MANAGED).items),
                         ('ServiceAccount', core.list_service_account_for_all_namespaces(label_selector=MANAGED).items),
-                        ('Secret', core.list_secret_for_all_namespaces(label_selector=MANAGED).items)):
+                        ('Secret', core.list_secret_for_all_namespaces(label_selector=MANAGED).items),
+                        ('ValidatingAdmissionPolicy', admission.list_validating_admission_policy(
+                            label_selector=MANAGED).items),
+                        ('ValidatingAdmissionPolicyBinding', admission.list_validating_admission_policy_binding(
+                            label_selector=MANAGED).items)):
         for item in items:
             out['%s/%s/%s' % (kind, item.metadata.namespace or '', item.metadata.name)] = item.metadata.resource_version
     out['namespaces'] = sorted(n.metadata.name for n in core.list_namespace().items)
@@ -85,6 +98,12 @@ def test_role_applies_roles_account_and_token(testbed, api_client, applied, toke
     review = client.AuthenticationV1Api(sa_client).create_self_subject_review(
         client.V1SelfSubjectReview(api_version='authentication.k8s.io/v1', kind='SelfSubjectReview'))
     assert review.status.user_info.username == 'system:serviceaccount:%s:%s' % (SA_NS, SA)
+    admission = client.AdmissionregistrationV1Api(api_client)
+    policies = [p.metadata.name for p in admission.list_validating_admission_policy(label_selector=MANAGED).items]
+    assert sorted(policies) == ['gpuops-gpu-rollout-clusterpolicy', 'gpuops-gpu-rollout-nodes']
+    bound = [(b.spec.policy_name, b.spec.validation_actions)
+             for b in admission.list_validating_admission_policy_binding(label_selector=MANAGED).items]
+    assert sorted(bound) == [(p, ['Deny']) for p in sorted(policies)]
 
 
 def test_role_second_run_changes_nothing_and_check_mode_writes_nothing(testbed, api_client, applied, token):
@@ -181,16 +200,171 @@ def test_same_account_is_refused_outside_its_role(testbed, sa_client):
     assert statuses == dict((what, 403) for what in refused), statuses
 
 
-def test_same_account_is_refused_through_ansible(testbed, token):
-    """The refusal as a playbook user sees it: the task fails with the API's Forbidden."""
+def test_same_account_is_refused_through_ansible(testbed, token, cluster_policy):
+    """The refusals as a playbook user sees them: the task fails with the API's Forbidden, and for the
+    ClusterPolicy with the admission policy's message saying what the account may change."""
     with open(testbed.kubeconfig) as handle:
         server = yaml.safe_load(handle)['clusters'][0]['cluster']['server']
     env = {'K8S_AUTH_HOST': server, 'K8S_AUTH_API_KEY': token,
            'K8S_AUTH_SSL_CA_CERT': os.path.join(testbed.state_dir, 'pki', 'ca.crt'),
            'K8S_AUTH_KUBECONFIG': '/nonexistent/kubeconfig'}
-    task = {'name': 'namespace', 'kubernetes.core.k8s': {
-        'definition': {'apiVersion': 'v1', 'kind': 'Namespace', 'metadata': {'name': 'gpuops-nope'}}}}
-    rc, results, raw = run_play(testbed.kubeconfig, [task], extra_env=env)
-    assert rc != 0
+    tasks = [{'name': 'namespace', 'ignore_errors': True, 'kubernetes.core.k8s': {
+        'definition': {'apiVersion': 'v1', 'kind': 'Namespace', 'metadata': {'name': 'gpuops-nope'}}}},
+        {'name': 'driver image', 'ignore_errors': True, 'kubernetes.core.k8s': {
+            'state': 'patched', 'api_version': 'nvidia.com/v1', 'kind': 'ClusterPolicy', 'name': cluster_policy,
+            'merge_type': 'merge', 'definition': {'spec': PRIVILEGED_POLICY_PATCHES['driver image']}}}]
+    rc, results, raw = run_play(testbed.kubeconfig, tasks, extra_env=env)
     assert results['namespace'].get('failed') is True
-    assert 'forbidden' in raw.lower(), raw[-3000:]
+    assert 'forbidden' in json.dumps(results['namespace']).lower(), raw[-3000:]
+    assert results['driver image'].get('failed') is True
+    assert 'may change only spec.mig.strategy' in json.dumps(results['driver image']), raw[-3000:]
+
+
+# -------------------------------------------------- what RBAC cannot narrow: the rollout's admission policies
+
+POLICY = 'gpu-cluster-policy'
+CONTROL_PLANE = 'gpuops-control-plane-0'
+# What the roles patch into the ClusterPolicy's spec (merge patches, as roles/mig, roles/sharing and roles/reset
+# build them): all allowed to the rollout account.
+ROLE_POLICY_PATCHES = {
+    'mig role: strategy and custom configs': {'mig': {'strategy': 'mixed'}, 'migManager': {'config': {
+        'name': 'gpuops-mig-parted-config', 'default': 'all-disabled'}}},
+    'sharing role: device-plugin profiles and MPS root': {'devicePlugin': {
+        'config': {'name': 'gpuops-device-plugin-config', 'default': 'ts'}, 'mps': {'root': '/run/nvidia/mps'}}},
+    'reset: stop the default profile': {'devicePlugin': {'config': {'default': ''}}},
+    'reset: remove the custom configs': {'migManager': {'config': None}, 'devicePlugin': {'config': None}},
+}
+# What would change what the operator runs (privileged DaemonSets on every GPU node): all refused.
+PRIVILEGED_POLICY_PATCHES = {
+    'driver image': {'driver': {'repository': 'registry.example.com/evil', 'image': 'driver', 'version': '1'}},
+    'toolkit env': {'toolkit': {'env': [{'name': 'CONTAINERD_CONFIG', 'value': '/etc/evil.toml'}]}},
+    'device-plugin image beside its config': {'devicePlugin': {'repository': 'registry.example.com/evil',
+                                                               'config': {'name': 'x', 'default': ''}}},
+    'MIG manager env': {'migManager': {'env': [{'name': 'WITH_REBOOT', 'value': 'true'}]}},
+    'validator version': {'validator': {'version': 'v0.0.1'}},
+    'switch an operand on': {'gds': {'enabled': True}},
+    'a new operand section': {'kataManager': {'enabled': True}},
+    'sandbox workloads': {'sandboxWorkloads': {'enabled': True}},
+    'host root': {'hostPaths': {'rootFS': '/'}},
+    'daemonset settings': {'daemonsets': {'priorityClassName': 'system-node-critical'}},
+    'switch the device plugin off': {'devicePlugin': {'enabled': False}},
+    'MPS root outside /run/nvidia': {'devicePlugin': {'mps': {'root': '/'}}},
+    'MPS root escaping /run/nvidia': {'devicePlugin': {'mps': {'root': '/run/nvidia/../../etc'}}},
+    'remove a section': {'gds': None},
+}
+
+
+@pytest.fixture(scope='module')
+def cluster_policy(custom):
+    """NVIDIA's example ClusterPolicy, what an install leaves. Its reconcile is not waited for: the requests
+    against it are refused or dry runs."""
+    if not custom.list_cluster_custom_object(*names.CLUSTER_POLICY).get('items'):
+        custom.create_cluster_custom_object(*names.CLUSTER_POLICY, clusterpolicy_example(POLICY))
+    return POLICY
+
+
+@pytest.fixture(scope='module')
+def control_plane_node(core):
+    """A control-plane Node without GPUs (no kubelet behind it; its taint keeps pods away), removed after."""
+    core.create_node(client.V1Node(
+        metadata=client.V1ObjectMeta(name=CONTROL_PLANE, labels={'node-role.kubernetes.io/control-plane': ''}),
+        spec=client.V1NodeSpec(taints=[client.V1Taint(key='node-role.kubernetes.io/control-plane',
+                                                      effect='NoSchedule')])))
+    yield CONTROL_PLANE
+    core.delete_node(CONTROL_PLANE)
+
+
+def _dry(call, *args):
+    """(HTTP status, message) of a server-side dry run: admission and RBAC judge it, nothing is stored."""
+    try:
+        call(*args, dry_run='All')
+    except client.ApiException as exc:
+        try:
+            return exc.status, json.loads(exc.body).get('message', '')
+        except ValueError:
+            return exc.status, exc.body
+    return 200, ''
+
+
+def _verdicts(results, policy):
+    """{what: 'allowed' | 'refused by <policy>' | other status and message}"""
+    out = {}
+    for what, (status, message) in results.items():
+        if status == 200:
+            out[what] = 'allowed'
+        elif status == 403 and "ValidatingAdmissionPolicy '%s'" % policy in message:
+            out[what] = 'refused by ' + policy
+        else:
+            out[what] = '%s %s' % (status, message)
+    return out
+
+
+def test_rollout_account_may_change_only_the_rollout_fields_of_the_cluster_policy(sa_client, custom, cluster_policy):
+    sa = client.CustomObjectsApi(sa_client)
+
+    def patch(body):
+        return _dry(sa.patch_cluster_custom_object, *(names.CLUSTER_POLICY + (cluster_policy, body)))
+
+    policy = 'gpuops-gpu-rollout-clusterpolicy'
+    allowed = _verdicts(dict((what, patch({'spec': body})) for what, body in ROLE_POLICY_PATCHES.items()), policy)
+    assert allowed == dict((what, 'allowed') for what in ROLE_POLICY_PATCHES)
+    refused = dict((what, patch({'spec': body})) for what, body in PRIVILEGED_POLICY_PATCHES.items())
+    refused['label the ClusterPolicy'] = patch({'metadata': {'labels': {'example.com/owner': 'me'}}})
+    assert _verdicts(refused, policy) == dict((what, 'refused by ' + policy) for what in refused)
+    assert 'spec.driver' in refused['driver image'][1], 'the message names what may not change'
+    # the policy restricts the rollout account only: an admin (and the operator, and the install account) may
+    assert _dry(custom.patch_cluster_custom_object, *(names.CLUSTER_POLICY + (cluster_policy, {
+        'spec': PRIVILEGED_POLICY_PATCHES['driver image']}))) == (200, '')
+
+
+def _rollout_node_writes():
+    """The node patches a MIG or sharing rollout sends (rollout/node.py, rollout/drain.py)."""
+    now = '2026-01-01T00:00:00Z'
+    return {
+        'cordon': {'spec': {'unschedulable': True}, 'metadata': {'annotations': {
+            names.ANN_ROLLOUT_TARGET: 'nvidia.com/mig.config=all-1g.5gb', names.ANN_ROLLOUT_PHASE: 'cordoned',
+            names.ANN_ROLLOUT_REASON: None, names.ANN_ROLLOUT_UPDATED: now, names.ANN_PHYSICAL_GPUS: '8',
+            names.ANN_CORDONED_BY_ROLLOUT: 'true'}}},
+        'MIG config label': {'metadata': {
+            'labels': {names.LABEL_MIG_CONFIG: 'all-1g.5gb', names.LABEL_MIG_STATE: None},
+            'annotations': {names.ANN_ROLLOUT_PHASE: 'labelled', names.ANN_ROLLOUT_UPDATED: now}}},
+        'device-plugin config label': {'metadata': {'labels': {names.LABEL_DP_CONFIG: 'ts'}}},
+        'device-plugin restart record': {'metadata': {'annotations': {ANN_HASH: 'abc123'}}},
+        'failure reason': {'metadata': {'annotations': {names.ANN_ROLLOUT_PHASE: 'failed',
+                                                        names.ANN_ROLLOUT_REASON: 'stuck after 90s'}}},
+        'uncordon': {'spec': {'unschedulable': False},
+                     'metadata': {'annotations': {names.ANN_CORDONED_BY_ROLLOUT: None}}},
+    }
+
+
+def test_rollout_account_may_patch_only_gpu_nodes_and_only_the_rollout_fields(sa_client, core, control_plane_node):
+    sa = client.CoreV1Api(sa_client)
+    gpu_node = 'a100-1'
+    assert core.read_node(gpu_node).metadata.labels.get(names.LABEL_PRESENT) == 'true'
+    policy = 'gpuops-gpu-rollout-nodes'
+    writes = _rollout_node_writes()
+    allowed = _verdicts(dict((what, _dry(sa.patch_node, gpu_node, body)) for what, body in writes.items()), policy)
+    assert allowed == dict((what, 'allowed') for what in writes)
+    refused = {
+        'cordon a node without GPUs': _dry(sa.patch_node, 'cpu-0', writes['cordon']),
+        'cordon a control-plane node': _dry(sa.patch_node, control_plane_node, writes['cordon']),
+        'label a control-plane node': _dry(sa.patch_node, control_plane_node, writes['MIG config label']),
+    }
+    for what, body in {
+            'any label': {'metadata': {'labels': {'example.com/team': 'mine'}}},
+            'the GPU product label': {'metadata': {'labels': {names.LABEL_PRODUCT: 'NVIDIA-H100-80GB-HBM3'}}},
+            'remove nvidia.com/gpu.present': {'metadata': {'labels': {names.LABEL_PRESENT: None}}},
+            'an operand switch label': {'metadata': {'labels': {names.DEPLOY_LABEL_PREFIX + 'driver': 'false'}}},
+            'the workload config label': {'metadata': {'labels': {names.LABEL_WORKLOAD_CONFIG: 'vm-passthrough'}}},
+            'a taint': {'spec': {'taints': [{'key': 'example.com/mine', 'effect': 'NoSchedule'}]}},
+            'another annotation': {'metadata': {'annotations': {'example.com/note': 'x'}}},
+            'a finalizer': {'metadata': {'finalizers': ['example.com/keep']}}}.items():
+        refused['GPU node: ' + what] = _dry(sa.patch_node, gpu_node, body)
+    assert _verdicts(refused, policy) == dict((what, 'refused by ' + policy) for what in refused)
+    assert 'example.com/team' in refused['GPU node: any label'][1], 'the message names what may not change'
+    # the policies are not the account's to remove
+    admission = client.AdmissionregistrationV1Api(sa_client)
+    assert _status(lambda: admission.delete_validating_admission_policy(policy)) == 403
+    assert _status(lambda: admission.delete_validating_admission_policy_binding(policy)) == 403
+    # and they restrict the rollout account only: an admin labels any node
+    assert _dry(core.patch_node, 'cpu-0', {'metadata': {'labels': {'example.com/team': 'mine'}}}) == (200, '')

@@ -66,7 +66,10 @@ def test_rollout_role_is_least_privilege():
             assert (resource, verb) in (('pods/eviction', 'create'), ('events', 'create'), ('nodes', 'patch'),
                                         ('clusterpolicies', 'patch')), (resource, verb)
     namespaced = _rules('gpuops-gpu-rollout-namespace.yml')
-    assert set(r for rule in namespaced for r in rule['resources']) == {'configmaps', 'pods'}
+    assert set(r for rule in namespaced for r in rule['resources']) == {'configmaps', 'pods', 'leases'}
+    leases = [rule for rule in namespaced if rule['resources'] == ['leases']]
+    assert [r['verbs'] for r in leases if not r.get('resourceNames')] == [['create']]  # the rest: the lock's name only
+    assert all(r['resourceNames'] == ['gpuops-gpu-rollout'] for r in leases if r['verbs'] != ['create'])
     assert _load(os.path.join(RBAC, 'gpuops-gpu-rollout-namespace.yml'))['kind'] == 'Role'
 
 
@@ -87,3 +90,35 @@ def test_every_manifest_is_labelled_and_applied_by_the_role():
         manifest = _load(os.path.join(RBAC, 'gpuops-gpu-%s.yml' % name))
         assert manifest['kind'] == 'ClusterRole' and manifest['metadata']['name'] == 'gpuops-gpu-' + name
         assert manifest['metadata']['labels']['app.kubernetes.io/managed-by'] == 'gpuops.gpu'
+
+
+def _markers(name):
+    """The verbs a ClusterRole grants on the admission marker (gpuops.gpu/admission, not an API)."""
+    return set(v for rule in _rules(name) if 'gpuops.gpu' in rule['apiGroups'] and 'admission' in rule['resources']
+               for v in rule['verbs'])
+
+
+def test_admission_policies_restrict_the_rollout_account_only():
+    with open(os.path.join(RBAC, 'gpuops-gpu-rollout-admission.yml')) as handle:
+        manifest = yaml.safe_load(handle)
+    assert manifest['kind'] == 'List'
+    docs = manifest['items']
+    policies = dict((d['metadata']['name'], d) for d in docs if d['kind'] == 'ValidatingAdmissionPolicy')
+    assert sorted(policies) == ['gpuops-gpu-rollout-clusterpolicy', 'gpuops-gpu-rollout-nodes']
+    bindings = sorted((d['spec']['policyName'], d['spec']['validationActions'])
+                      for d in docs if d['kind'] == 'ValidatingAdmissionPolicyBinding')
+    assert bindings == [(name, ['Deny']) for name in sorted(policies)]
+    for doc in docs:
+        assert doc['apiVersion'] == 'admissionregistration.k8s.io/v1'
+        assert doc['metadata']['labels']['app.kubernetes.io/managed-by'] == 'gpuops.gpu'
+    for policy in policies.values():
+        spec = policy['spec']
+        assert spec['failurePolicy'] == 'Fail'
+        assert all(v['reason'] == 'Forbidden' for v in spec['validations'])
+        [condition] = spec['matchConditions']
+        assert "check('restricted').allowed()" in condition['expression']
+        assert "!authorizer.group('gpuops.gpu').resource('admission').check('unrestricted')" in condition['expression']
+    # who is restricted: the rollout ClusterRole holds the marker, the install one the exemption, no other either
+    assert _markers('gpuops-gpu-rollout.yml') == {'restricted'}
+    assert _markers('gpuops-gpu-install.yml') == {'unrestricted'}
+    assert _markers('gpuops-gpu-report.yml') == _markers('gpuops-gpu-rollout-force.yml') == set()
