@@ -234,7 +234,10 @@ def stage_integration():
             rc, _ = run(['bash', script])
             if rc != 0:
                 return 0, 1
-    return run_pytest('tests/integration', ['--timeout', '900'])
+    # each test file brings up its own virtual cluster: files run side by side, GPUOPS_IT_WORKERS at a time
+    workers = os.environ.get('GPUOPS_IT_WORKERS', '2')
+    return run_pytest('tests/integration', ['--timeout', '900'] + (
+        ['-n', workers, '--dist', 'loadfile'] if workers not in ('0', '1') else []))
 
 
 def stage_molecule():

@@ -29,20 +29,25 @@ options:
     type: bool
     default: false
   grace_period:
-    description: Termination grace period for evicted pods, seconds. Default is the pod's own.
+    description: Termination grace period for evicted pods, seconds (0 to 604800). Default is the pod's own.
     type: int
   drain_timeout:
-    description: Seconds to wait for GPU pods to leave a node (PDB blocks are retried until then).
+    description: Seconds to wait for GPU pods to leave a node (PDB blocks are retried until then); 0 to 604800.
     type: int
     default: 300
   verify_timeout:
-    description: Seconds to wait for the device plugin to advertise the expected resources.
+    description: Seconds to wait for the device plugin to advertise the expected resources; 1 to 604800.
     type: int
     default: 180
   api_timeout:
     description:
-      - Seconds the Kubernetes API may be unavailable (restart, overload) before the rollout stops. Progress is
-        kept on the nodes, so the next run resumes.
+      - Seconds the Kubernetes API may be unavailable (restart, overload, an apiserver that accepts connections but
+        does not answer) before the rollout stops. Progress is kept on the nodes, so the next run resumes; the nodes
+        the run holds get the reason annotation when the API takes it.
+      - Each request also has a client-side timeout of a quarter of this (2 to 30 seconds), so the module ends
+        about O(api_timeout) plus one request timeout after the API stopped answering.
+      - Time spent waiting for the API is not charged to O(state_timeout), O(verify_timeout) or O(drain_timeout).
+      - 1 to 604800 (a week), like every timeout of the rollout; a value outside is refused before anything is read.
     type: int
     default: 300
   poll_interval:
@@ -50,6 +55,7 @@ options:
       - Seconds between reads of the nodes of a batch. A watch on the nodes wakes the rollout as soon as one of them
         changes, so a state reached is acted on at once; the polling checks timeouts and drains, and carries on
         alone when the watch is not available.
+      - 0.1 to 300; a value outside (0 would poll without pause) is refused before anything is read.
     type: float
     default: 1.0
   allow_vgpu_nodes:
@@ -60,4 +66,28 @@ options:
       - Nodes already at their target are never refused.
     type: bool
     default: false
+  lock_timeout:
+    description:
+      - Seconds to wait for the rollout lock when another run holds it. The lock is the Lease C(gpuops-gpu-rollout)
+        in the GPU operator namespace; a rollout takes it only when it has nodes to change (check mode reports
+        it as RV(lock) without taking it) and releases it at the end, also on failure.
+      - C(0) fails at once, naming who holds the lock, for what, on which nodes and since when; nothing is written.
+    type: int
+    default: 0
+  lock_duration:
+    description:
+      - Seconds the rollout lock's lease stays valid without renewal; the rollout renews it every third of that
+        while it runs. A killed run's lease is taken over by the next run after this time, with a warning.
+        At least 10.
+    type: int
+    default: 120
+  lock_holder:
+    description:
+      - Run under a lock a role already took with M(gpuops.gpu.rollout_lock) (the holder it returned). The rollout
+        checks that this holder holds it, renews it while it runs, and neither takes nor releases it.
+        It fails at once when the holder does not hold the lock.
+    type: str
+  lock_namespace:
+    description: Namespace of the rollout lock's lease, if not O(operator_namespace).
+    type: str
 '''

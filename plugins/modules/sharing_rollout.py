@@ -117,7 +117,7 @@ options:
     type: bool
     default: true
   state_timeout:
-    description: Seconds to wait for the restarted pods and the sharing labels before the node counts as stuck.
+    description: Seconds to wait for the restarted pods and the sharing labels before the node counts as stuck; 1 to 604800.
     type: int
     default: 300
   verify:
@@ -173,6 +173,16 @@ plan:
   returned: check mode
   type: list
   elements: dict
+lock:
+  description:
+    - Check mode only - the rollout lock (lease C(namespace/gpuops-gpu-rollout)) as read, not taken. C(state) is
+      C(free), C(held) (by another run), C(stale) (another run's, expired, so it would be taken over), C(ours) (held by
+      O(lock_holder)) or C(unknown) (not readable, with C(error)); with C(holder), C(who), C(purpose), C(nodes),
+      C(since), C(renewed), C(expires_in_s).
+  returned: check mode
+  type: dict
+  sample: {"state": "held", "lease": "nvidia-gpu-operator/gpuops-gpu-rollout", "who": "awx@runner pid 41",
+           "purpose": "sharing_rollout of 2 node(s)", "nodes": "a100-0,a100-1", "since": "2026-01-05T10:00:00.000000Z"}
 nodes:
   description: Per node changed - target, final phase, pods evicted, pods restarted, allocatable after, duration in seconds.
   returned: success or rollout failure

@@ -5,7 +5,8 @@ One cluster per test MODULE (isolation: ClusterPolicy, MIG and sharing state are
 Environment:
   GPUOPS_TESTBED_NAME     cluster name prefix (default gpuops-it; the module name is appended
                           unless GPUOPS_TESTBED_REUSE=1, which uses the name as given)
-  GPUOPS_TESTBED_CONFIG   config file (default tests/testbed/configs/default.yaml)
+  GPUOPS_TESTBED_CONFIG   config file (default tests/testbed/configs/default.yaml; a test module's
+                          TESTBED_CONFIG wins: test_chaos.py runs on configs/chaos.yaml)
   GPUOPS_TESTBED_KEEP=1   leave the cluster running after the session (for debugging)
   GPUOPS_TESTBED_REUSE=1  use an already-running cluster of that name as is (no up/down)
 """
@@ -55,12 +56,49 @@ class Testbed:
         with open(os.path.join(self.state_dir, "state.json")) as f:
             return json.load(f)
 
+    # -- faults (tests/testbed/vcluster/chaos.py; by the PIDs the testbed recorded, never by name)
+
+    def chaos(self, action: str, target: str, *extra: str) -> None:
+        """``testbed chaos ACTION TARGET``: freeze/thaw/kill/start a component, delete-node/
+        add-node/not-ready/ready a node; fails the test when the fault could not be made."""
+        r = self.cli("chaos", action, target, *extra, check=False)
+        if r.returncode != 0:
+            pytest.fail(f"testbed chaos {action} {target} failed: {r.stderr[-2000:]}", pytrace=False)
+
+    @contextlib.contextmanager
+    def frozen(self, component: str):
+        """``component`` SIGSTOPped inside the block, thawed on the way out whatever happens."""
+        self.chaos("freeze", component)
+        try:
+            yield
+        finally:
+            self.chaos("thaw", component)
+
+    @contextlib.contextmanager
+    def killed(self, component: str):
+        """``component`` SIGKILLed inside the block, started again (same argv, data) on the way out."""
+        self.chaos("kill", component)
+        try:
+            yield
+        finally:
+            self.chaos("start", component)
+
+    @contextlib.contextmanager
+    def not_ready(self, node: str):
+        """``node`` reports Ready=False inside the block, Ready again on the way out."""
+        self.chaos("not-ready", node)
+        try:
+            yield
+        finally:
+            self.chaos("ready", node)
+
 
 @contextlib.contextmanager
-def virtual_gpu_cluster(name: str):
+def virtual_gpu_cluster(name: str, config: str | None = None):
     """A virtual GPU cluster named ``name`` (GPUOPS_TESTBED_CONFIG / _KEEP / _REUSE as above), brought
-    up on entry and down on exit: the ``testbed`` fixture, and a second cluster where a test needs two."""
-    config = os.path.abspath(os.environ.get("GPUOPS_TESTBED_CONFIG", DEFAULT_CONFIG))
+    up on entry and down on exit: the ``testbed`` fixture, and a second cluster where a test needs two.
+    ``config``: this config file instead (a module's ``TESTBED_CONFIG``)."""
+    config = os.path.abspath(config or os.environ.get("GPUOPS_TESTBED_CONFIG", DEFAULT_CONFIG))
     reuse = os.environ.get("GPUOPS_TESTBED_REUSE") == "1"
     keep = os.environ.get("GPUOPS_TESTBED_KEEP") == "1" or reuse
     if reuse:
@@ -92,7 +130,8 @@ def testbed(request) -> Testbed:
     if os.environ.get("GPUOPS_TESTBED_REUSE") != "1":
         stem = re.sub(r"[^a-z0-9]+", "-", request.module.__name__.rsplit(".", 1)[-1].lower())
         name = f"{name}-{stem.replace('test-', '')[:24].strip('-')}"
-    with virtual_gpu_cluster(name) as tb:
+    # a module may name its own (smaller) cluster: TESTBED_CONFIG = path of a tests/testbed/configs file
+    with virtual_gpu_cluster(name, getattr(request.module, "TESTBED_CONFIG", None)) as tb:
         yield tb
 
 

@@ -217,7 +217,7 @@ def test_sigkill_mid_batch_then_rerun_converges(testbed, core):
     play = [{'name': 'kill-me', 'hosts': 'localhost', 'gather_facts': False, 'tasks': [
         {'name': 'rollout', 'gpuops.gpu.mig_rollout': {
             'assignments': [{'nodes': MIG_NODES, 'config': 'all-disabled'}], 'operator_namespace': 'gpu-operator',
-            'max_unavailable': 2, 'poll_interval': 0.3}}]}]
+            'max_unavailable': 2, 'poll_interval': 0.3, 'lock_duration': 10}}]}]
     with tempfile.NamedTemporaryFile('w', suffix='.yml', delete=False) as f:
         yaml.safe_dump(play, f)
     env = dict(os.environ, K8S_AUTH_KUBECONFIG=testbed.kubeconfig, ANSIBLE_PYTHON_INTERPRETER=sys.executable)
@@ -231,7 +231,13 @@ def test_sigkill_mid_batch_then_rerun_converges(testbed, core):
         proc.wait()
         os.unlink(f.name)
     assert any(core.read_node(n).spec.unschedulable for n in MIG_NODES)  # killed mid-batch
+    # the killed run's Lease is still live: a re-run that does not wait is refused, naming it
     res = rollout(testbed.kubeconfig, assignments=[{'nodes': MIG_NODES, 'config': 'all-disabled'}], max_unavailable=2)
+    assert res.get('failed') is True and 'holds the rollout lock' in res['msg'], res.get('msg')
+    # one that waits takes it over once stale (10 s without renewal; the warning is checked in test_rollout_lock)
+    # and finishes the killed run's nodes
+    res = rollout(testbed.kubeconfig, assignments=[{'nodes': MIG_NODES, 'config': 'all-disabled'}], max_unavailable=2,
+                  lock_timeout=40)
     assert res.get('failed') is not True, res.get('msg')
     assert_clean(core, MIG_NODES)
     for name in MIG_NODES:

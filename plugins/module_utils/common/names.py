@@ -82,6 +82,14 @@ ANN_CORDONED_BY_ROLLOUT = ANN_PREFIX + 'cordoned-by-rollout'  # "true" only when
 ANN_ROLLOUT_UPDATED = ANN_PREFIX + 'rollout-updated'
 ANN_PHYSICAL_GPUS = ANN_PREFIX + 'physical-gpus'
 
+# --- the rollout lock: one coordination.k8s.io Lease per cluster (rollout/lock.py) ------------
+
+LOCK_LEASE_NAME = 'gpuops-gpu-rollout'
+LEASE = ('coordination.k8s.io', 'v1', 'leases')  # (group, version, plural) for CustomObjectsApi
+ANN_LOCK_PURPOSE = ANN_PREFIX + 'lock-purpose'    # "mig_rollout of 3 nodes"
+ANN_LOCK_NODES = ANN_PREFIX + 'lock-nodes'        # "a100-0,a100-1" (truncated)
+ANN_LOCK_WHO = ANN_PREFIX + 'lock-who'            # "user@host pid 1234"
+
 # --- custom resources -------------------------------------------------------------------------
 
 CLUSTER_POLICY_GROUP = 'nvidia.com'

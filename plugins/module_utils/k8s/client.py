@@ -11,6 +11,12 @@ Calls go through ``Connection.call`` (one request, counted, answered as plain JS
 lists, never client model objects, which is also the fast way for large lists) or
 ``Connection.request`` (counted, the raw response: streams, logs). Callers never count requests
 themselves; ``Connection.requests`` is the module's ``api_requests``.
+
+Every request is bounded on the client side: ``Connection.timeout`` is a (connect, read) pair
+(seconds) derived from the module's ``api_timeout`` when it has one (``request_timeout``), set on
+every request that does not name its own ``_request_timeout`` (also the dynamic client's, which
+shares the API client), and a read that times out is not retried by urllib3: one hung request
+(a stopped apiserver that still accepts connections) costs one read timeout, not four.
 """
 
 from __future__ import (absolute_import, division, print_function)
@@ -32,7 +38,77 @@ try:
 except ImportError:  # pragma: no cover - AnsibleK8SModule reports missing kubernetes
     ApiClient = BatchV1Api = CoreV1Api = CustomObjectsApi = PolicyV1Api = None
 
+try:
+    from urllib3.exceptions import HTTPError as _Urllib3Error, ReadTimeoutError
+    from urllib3.util.retry import Retry
+    TRANSPORT_ERRORS = (_Urllib3Error, ConnectionError, OSError)
+except ImportError:  # pragma: no cover - comes with the kubernetes library
+    ReadTimeoutError = Retry = None
+    TRANSPORT_ERRORS = (ConnectionError, OSError)
+
 APIS = ('core', 'custom', 'policy', 'batch', 'dynamic')
+CONNECT_TIMEOUT = 5.0   # seconds to open a connection
+READ_TIMEOUT = 30.0     # the most one request waits for the apiserver's next bytes
+MIN_READ_TIMEOUT = 2.0
+
+
+def transport_words(exc):
+    """One line for a request that got no HTTP answer (refused, reset, timed out): the last
+    attempt's error, without the connection object urllib3 puts first."""
+    reason = getattr(exc, 'reason', None)  # urllib3's MaxRetryError: the last attempt's error
+    if isinstance(reason, Exception):
+        exc = reason
+    text = ' '.join(str(exc).split())
+    if text.startswith('<') and '>: ' in text:
+        text = text.split('>: ', 1)[1]
+    return text or type(exc).__name__
+
+
+def request_timeout(api_timeout=None):
+    """(connect, read) seconds for one request: a quarter of ``api_timeout`` (the time the module
+    waits out an unresponsive API), between MIN_READ_TIMEOUT and READ_TIMEOUT; without an
+    ``api_timeout``, (CONNECT_TIMEOUT, READ_TIMEOUT)."""
+    if api_timeout is None:
+        return (CONNECT_TIMEOUT, READ_TIMEOUT)
+    read = min(READ_TIMEOUT, max(MIN_READ_TIMEOUT, float(api_timeout) / 4))
+    return (min(CONNECT_TIMEOUT, read), read)
+
+
+if Retry is not None:
+    class _NoReadRetry(Retry):
+        """urllib3's default retries, except that a read timeout is final."""
+
+        def increment(self, method=None, url=None, response=None, error=None, _pool=None, _stacktrace=None):
+            if isinstance(error, ReadTimeoutError):
+                raise error
+            return super(_NoReadRetry, self).increment(method, url, response, error, _pool, _stacktrace)
+else:  # pragma: no cover
+    _NoReadRetry = None
+
+
+def bound(api_client, timeout):
+    """Give every request of a kubernetes ``ApiClient`` the ``timeout`` unless it names its own, and
+    stop urllib3 from retrying a read that timed out (its pools, present and future)."""
+    rest = getattr(api_client, 'rest_client', None)
+    if rest is None:  # not a kubernetes ApiClient (tests)
+        return
+    if getattr(rest, 'gpuops_timeout', None) is None:
+        plain = rest.request
+
+        def request(method, url, *args, **kwargs):
+            if not kwargs.get('_request_timeout'):
+                kwargs['_request_timeout'] = rest.gpuops_timeout
+            return plain(method, url, *args, **kwargs)
+        rest.request = request
+    rest.gpuops_timeout = timeout
+    manager = getattr(rest, 'pool_manager', None)
+    if manager is not None and _NoReadRetry is not None:
+        retries = _NoReadRetry(total=3, connect=1, redirect=3)  # refused: at once; no answer: no retry
+        manager.connection_pool_kw['retries'] = retries
+        for key in list(manager.pools.keys()):
+            pool = manager.pools.get(key)
+            if pool is not None:
+                pool.retries = retries
 
 
 def decode(response):
@@ -66,13 +142,16 @@ class Connection(object):
     BatchV1Api, ``dynamic`` kubernetes.core's dynamic client.
     """
 
-    def __init__(self, module=None, **apis):
+    def __init__(self, module=None, timeout=None, **apis):
         unknown = set(apis) - set(APIS)
         if unknown:
             raise TypeError('unknown API objects: %s' % ', '.join(sorted(unknown)))
         self._module = module
         self._counter = _Counter()
         self.client = None
+        self.timeout = timeout  # (connect, read) of every request; None: the client's (unbounded)
+        if module is not None and timeout is None:
+            self.timeout = request_timeout((getattr(module, 'params', None) or {}).get('api_timeout'))
         if module is None:
             for name in APIS:
                 setattr(self, name, apis.get(name))
@@ -94,6 +173,7 @@ class Connection(object):
         except Exception as exc:  # kubernetes.core raises several types for bad auth/config
             raise ApiError('Could not connect to the Kubernetes API: %s' % exc)
         self._module = None
+        bound(self.client.client.client, self.timeout)
         self._typed(self.client.client.client)
         self.dynamic = self.client.client
 
@@ -108,17 +188,22 @@ class Connection(object):
         """API requests made through this connection and its pooled copies."""
         return self._counter.value
 
-    def request(self, fn, *args, **kwargs):
-        """One counted request of a kubernetes.client API method, answered raw (not decoded)."""
+    def _kwargs(self, kwargs):
         self._counter.add()
         kwargs['_preload_content'] = False
-        return fn(*args, **kwargs)
+        if self.timeout is not None and not kwargs.get('_request_timeout'):
+            kwargs['_request_timeout'] = self.timeout
+        return kwargs
+
+    def request(self, fn, *args, **kwargs):
+        """One counted request of a kubernetes.client API method, answered raw (not decoded);
+        ``_request_timeout`` defaults to ``timeout``."""
+        return fn(*args, **self._kwargs(kwargs))
 
     def call(self, fn, *args, **kwargs):
-        """One counted request, its answer as JSON data (dicts and lists)."""
-        self._counter.add()
-        kwargs['_preload_content'] = False
-        return decode(fn(*args, **kwargs))
+        """One counted request, its answer as JSON data (dicts and lists); ``_request_timeout``
+        defaults to ``timeout``."""
+        return decode(fn(*args, **self._kwargs(kwargs)))
 
     def call_or_none(self, fn, *args, **kwargs):
         """``call``, but None when the object is not there (HTTP 404)."""
@@ -143,6 +228,7 @@ class Connection(object):
         config.connection_pool_maxsize = size
         wide = ApiClient(config)
         wide.default_headers.update(api_client.default_headers)
+        bound(wide, self.timeout)
         clone = copy.copy(self)
         clone._typed(wide)
         return clone

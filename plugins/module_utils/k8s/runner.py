@@ -64,7 +64,8 @@ def run_module(module, run, lazy=False):
 
     A GpuOpsError fails the module with its message and partial ``result`` (``changed`` from the
     result, else the error class's default); an API error that ``run`` did not handle fails it
-    with the apiserver's words. Never a traceback for either."""
+    with the apiserver's words, an API that does not answer with one line saying so. Never a
+    traceback for any of them."""
     conn = client.connect(module)
     try:
         if not lazy:
@@ -74,6 +75,8 @@ def run_module(module, run, lazy=False):
         _fail(module, str(exc), exc.result, exc.changed)
     except ApiException as exc:
         module.fail_json(msg='Kubernetes API error: %s' % _api_words(exc), changed=False)
+    except client.TRANSPORT_ERRORS as exc:  # refused, reset, or no answer within the request timeout
+        module.fail_json(msg='Could not reach the Kubernetes API: %s' % client.transport_words(exc), changed=False)
     _exit(module, result)
 
 

@@ -5,7 +5,8 @@
 """The one way gpuops.gpu waits: deadlines, polling, and waking early on a watch. Pure (standard
 library only); the clock and the sleep are injectable, so waits are unit-tested without waiting.
 
-- ``Deadline``: a point ``seconds`` from now; ``passed()`` once the clock reached it.
+- ``Deadline``: a point ``seconds`` from now; ``passed()`` once the clock reached it; ``extend(s)``
+  moves it later.
 - ``Waiter(interval)``: ``until(check, timeout)`` calls ``check()`` until it returns something other
   than None (that is the result), pausing ``interval`` seconds between calls; at the timeout it
   returns ``on_timeout()`` (which usually raises). ``check()`` runs at least once, also with
@@ -35,6 +36,10 @@ class Deadline(object):
     def left(self):
         """Seconds until the deadline, 0 once passed."""
         return max(0.0, self.at - self.clock())
+
+    def extend(self, seconds):
+        """Move the deadline ``seconds`` later (time that must not count, e.g. an API outage)."""
+        self.at += seconds
 
 
 class Waiter(object):

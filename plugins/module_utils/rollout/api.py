@@ -7,6 +7,9 @@ Events, all as plain JSON through the run's ``k8s.client.Connection`` (which cou
 
 Safe to use from the worker threads that advance the nodes of a batch; Events are posted off the
 rollout's critical path (a small executor) while a rollout runs, and never stop it.
+
+An exception of a node call carries ``gpuops_call`` (e.g. 'patch node'), which ``call_words`` turns,
+with the HTTP status and the apiserver's own message, into the one line the user sees.
 """
 
 from __future__ import (absolute_import, division, print_function)
@@ -16,7 +19,31 @@ import datetime
 import threading
 from concurrent.futures import ThreadPoolExecutor
 
+from ansible_collections.gpuops.gpu.plugins.module_utils.k8s.client import transport_words
+from ansible_collections.gpuops.gpu.plugins.module_utils.k8s.errors import api_error_message, status_of
+
 EVENT_SOURCE = 'gpuops.gpu'
+
+
+def call_words(exc):
+    """One line for a failed call: '<call> failed: HTTP <status> <reason>: <apiserver message>'
+    (never the raw response: headers and body are left out)."""
+    what = getattr(exc, 'gpuops_call', None) or 'API call'
+    if status_of(exc) is None:
+        return '%s failed: %s' % (what, transport_words(exc))
+    return '%s failed: HTTP %s' % (what, ' '.join(api_error_message(exc).split()))
+
+
+def _named(what, fn, *args, **kwargs):
+    """``fn(*args, **kwargs)``; an exception leaves with ``gpuops_call = what``."""
+    try:
+        return fn(*args, **kwargs)
+    except Exception as exc:
+        try:
+            exc.gpuops_call = what
+        except AttributeError:  # pragma: no cover - exceptions with __slots__
+            pass
+        raise
 
 
 def now_iso():
@@ -46,11 +73,11 @@ class RolloutApi(object):
         return data.get('items', [])
 
     def get_node(self, name):
-        return self.conn.call(self.conn.core.read_node, name)
+        return _named('read node', self.conn.call, self.conn.core.read_node, name)
 
     def node_pods(self, name):
-        return self.conn.call(self.conn.core.list_pod_for_all_namespaces,
-                              field_selector='spec.nodeName=%s' % name).get('items', [])
+        return _named('list pods', self.conn.call, self.conn.core.list_pod_for_all_namespaces,
+                      field_selector='spec.nodeName=%s' % name).get('items', [])
 
     def all_pods(self):
         return self.conn.call(self.conn.core.list_pod_for_all_namespaces,
@@ -58,26 +85,30 @@ class RolloutApi(object):
 
     def selected_pods_on(self, namespace, selector, node_name):
         """Pods of ``namespace`` matching the label ``selector`` on one node."""
-        return self.conn.call(self.conn.core.list_namespaced_pod, namespace, label_selector=selector,
-                              field_selector='spec.nodeName=%s' % node_name).get('items', [])
+        return _named('list pods', self.conn.call, self.conn.core.list_namespaced_pod, namespace,
+                      label_selector=selector, field_selector='spec.nodeName=%s' % node_name).get('items', [])
 
     def list_pdbs(self):
         return self.conn.call(self.conn.policy.list_pod_disruption_budget_for_all_namespaces).get('items', [])
 
     # ------------------------------------------------------------------ writes
-    def patch_node(self, name, body):
-        return self.conn.call(self.conn.core.patch_node, name, body)
+    def patch_node(self, name, body, timeout=None):
+        """Patch a node; ``timeout`` (connect, read) instead of the connection's."""
+        kwargs = {'_request_timeout': timeout} if timeout else {}
+        return _named('patch node', self.conn.call, self.conn.core.patch_node, name, body, **kwargs)
 
     def evict(self, name, namespace, grace_period=None):
         """Evict a pod through the Eviction API (PodDisruptionBudgets apply: HTTP 429 when one blocks)."""
-        return self.conn.call(self.conn.core.create_namespaced_pod_eviction, name, namespace, {
+        return _named('evict pod %s/%s' % (namespace, name), self.conn.call,
+                      self.conn.core.create_namespaced_pod_eviction, name, namespace, {
             'apiVersion': 'policy/v1', 'kind': 'Eviction', 'metadata': {'name': name, 'namespace': namespace},
             'deleteOptions': {'gracePeriodSeconds': grace_period} if grace_period is not None else None})
 
     def delete_pod(self, name, namespace, grace_period=None):
         """Delete a pod; False when it was already gone."""
         kwargs = {} if grace_period is None else {'grace_period_seconds': grace_period}
-        return self.conn.call_or_none(self.conn.core.delete_namespaced_pod, name, namespace, **kwargs) is not None
+        return _named('delete pod %s/%s' % (namespace, name), self.conn.call_or_none,
+                      self.conn.core.delete_namespaced_pod, name, namespace, **kwargs) is not None
 
     # ------------------------------------------------------------------ events
     def event(self, node, reason, message, warning=False):
@@ -106,8 +137,9 @@ class RolloutApi(object):
         """Post Events in the background from now on (until stop_events)."""
         self._events = ThreadPoolExecutor(max_workers=2)
 
-    def stop_events(self):
-        """Wait for the Events still being posted; post directly again."""
+    def stop_events(self, wait=True):
+        """Wait for the Events still being posted (or, with ``wait`` False when the API is away,
+        drop those not sent yet); post directly again."""
         if self._events is not None:
-            self._events.shutdown(wait=True)
+            self._events.shutdown(wait=wait, cancel_futures=not wait)
             self._events = None

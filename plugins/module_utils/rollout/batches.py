@@ -97,9 +97,9 @@ def plan_batches(nodes, max_unavailable, order='name', unavailable=None, pool_si
     if not ordered:
         return []
     if budget < 1:
-        raise ValueError('%d node(s) outside this rollout are already unavailable (%s) and max_unavailable '
-                         'allows %d: no node can be taken down now; bring them back or raise max_unavailable'
-                         % (len(outside), ', '.join(outside), limit))
+        raise ValueError('%d node(s) this rollout does not change are already unavailable (%s: cordoned, e.g. by '
+                         'an admin, or down) and max_unavailable allows %d: no node can be taken down now; uncordon '
+                         'them (kubectl uncordon) or raise max_unavailable' % (len(outside), ', '.join(outside), limit))
     first = [n for n in ordered if n in down]
     rest = [n for n in ordered if n not in down]
     fill = max(0, budget - len(first))

@@ -32,17 +32,21 @@ Safety rules (docs/architecture.md#rules):
 from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
 
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 
 from ansible_collections.gpuops.gpu.plugins.module_utils.gpu import node as gn
-from ansible_collections.gpuops.gpu.plugins.module_utils.k8s.errors import RolloutFailed
+from ansible_collections.gpuops.gpu.plugins.module_utils.k8s.errors import InputError, RolloutFailed, status_of
 from ansible_collections.gpuops.gpu.plugins.module_utils.k8s.waiter import Waiter
 from ansible_collections.gpuops.gpu.plugins.module_utils.rollout import drain as dr
-from ansible_collections.gpuops.gpu.plugins.module_utils.rollout.api import RolloutApi
+from ansible_collections.gpuops.gpu.plugins.module_utils.rollout.api import RolloutApi, call_words
 from ansible_collections.gpuops.gpu.plugins.module_utils.rollout.batches import plan_batches
+from ansible_collections.gpuops.gpu.plugins.module_utils.rollout.faults import Outage, transient
+from ansible_collections.gpuops.gpu.plugins.module_utils.rollout.inputs import resolve_assignments
+from ansible_collections.gpuops.gpu.plugins.module_utils.rollout.lock import RolloutLock
 from ansible_collections.gpuops.gpu.plugins.module_utils.rollout.node import (
-    ANN_CORDONED, ANN_PHASE, ANN_REASON, ANN_TARGET, FINAL, NodeSteps, annotations)
+    ANN_CORDONED, ANN_PHASE, ANN_REASON, ANN_TARGET, FINAL, NodeSteps, annotations, held_elsewhere)
 from ansible_collections.gpuops.gpu.plugins.module_utils.rollout.watch import NodeWatch
 
 try:
@@ -50,21 +54,23 @@ try:
 except ImportError:  # pragma: no cover - the module reports the missing library
     ApiException = Exception
 
-try:
-    from urllib3.exceptions import HTTPError as _Urllib3Error
-    TRANSIENT_ERRORS = (_Urllib3Error, ConnectionError, OSError)
-except ImportError:  # pragma: no cover
-    TRANSIENT_ERRORS = (ConnectionError, OSError)
-
 MAX_WORKERS = 32  # concurrent node reads and writes in one tick
+VALUE_KEYS = {'mig': 'config', 'sharing': 'profile'}  # the assignments' value option, by kind
+HOLD_TIMEOUT = (2, 3)  # (connect, read) of the reason written on held nodes when the API was away
 
 
-class _Retry(Exception):
-    """A step hit a conflict or a transient API error: re-read and retry on the next tick."""
+class _ApiLost(Exception):
+    """The API did not answer for api_timeout (``states``: the batch's node results so far)."""
 
 
-def _transient(exc):
-    return getattr(exc, 'status', None) in (0, 429, 500, 502, 503, 504) or getattr(exc, 'status', None) is None
+def _ended(states):
+    """The batch's node results with their durations, bookkeeping dropped."""
+    for st in states.values():
+        if 'started' in st:
+            st['duration_s'] = round(st.pop('ended', time.monotonic()) - st.pop('started'), 2)
+        for key in ('recorded', 'notify'):
+            st.pop(key, None)
+    return states
 
 
 class NodeRollout(object):
@@ -80,7 +86,10 @@ class NodeRollout(object):
         self.opts = opts
         self.log = log or (lambda msg: None)
         self.api = RolloutApi(conn)
+        self.lock = None  # the rollout lock while run() holds it (rollout/lock.py)
         self.watch = None
+        self.wake = threading.Event()  # set by the node watch and by every worker that finishes
+        self.api_lost = False  # the rollout stopped because the API did not answer
 
     @property
     def warnings(self):
@@ -140,85 +149,156 @@ class NodeRollout(object):
 
     # ============================================================== one batch
     def run_batch(self, batch, work, nodes_by_name):
-        """Drive every node of a batch to done or failed. Returns {node: result}.
+        """Drive every node of a batch to done, failed or gone. Returns {node: result}.
 
-        Each tick reads the unfinished nodes and advances them concurrently (one worker per node, up
-        to MAX_WORKERS), so a tick costs about one round trip, not one per node. Between ticks the loop
-        waits for the node watch (a followed node changed: only those are read) or for poll_interval.
+        Each node advances in its own worker (up to MAX_WORKERS): a tick submits a read-and-advance
+        for every node that has none in flight, so a node whose request hangs never holds up its
+        batch-mates. Between ticks the loop waits for poll_interval, the node watch (a followed node
+        changed: only those are read) or a worker that finished.
         """
-        interval = self.opts['poll_interval']
-        waiter = Waiter(interval, wake=self.watch)
+        waiter = Waiter(self.opts['poll_interval'], wake=self.wake)
         steps = NodeSteps(self.api, self.kind, self.opts, waiter, self.log)
         states = dict((name, {'node': name, 'to': work[name], 'phase': 'cordon', 'started': time.monotonic(),
                               'evicted': [], 'cycled': False, 'changed': False, 'detail': ''}) for name in batch)
-        deadlines = {}
-        poll = outage = None
         if self.watch is not None:
             self.watch.follow(batch)
-        with ThreadPoolExecutor(max_workers=max(1, min(len(batch), MAX_WORKERS))) as pool:
-            while True:
-                active = [st for st in states.values() if st['phase'] not in FINAL]
-                if not active:
-                    break
-                changed = self.watch.take() if self.watch is not None else set()
-                if poll is None or poll.passed():
-                    poll = waiter.deadline(interval)
-                else:  # woken by the watch: read only the nodes that changed
-                    active = [st for st in active if st['node'] in changed]
-                errors = [exc for exc in pool.map(lambda st: self._tick(steps, st, deadlines), active) if exc]
-                if errors:
-                    outage = self._outage(errors[0], outage, waiter, states)
-                    poll = waiter.deadline(interval)
-                else:
-                    outage = None
-                if any(s['phase'] not in FINAL for s in states.values()):
-                    waiter.pause(poll.left())
-        for st in states.values():
-            st['duration_s'] = round(st.pop('ended', time.monotonic()) - st.pop('started'), 2)
-        return states
+        pool = ThreadPoolExecutor(max_workers=max(1, min(len(batch), MAX_WORKERS)))
+        try:
+            self._drive(pool, steps, states, waiter)
+        except BaseException as exc:
+            pool.shutdown(wait=False, cancel_futures=True)  # a hung request never delays the stop
+            exc.states = _ended(states)
+            raise
+        pool.shutdown(wait=True)
+        return _ended(states)
 
-    def _tick(self, steps, st, deadlines):
+    def _drive(self, pool, steps, states, waiter):
+        """The tick loop of run_batch."""
+        deadlines, running = {}, {}
+        outage = Outage(self.opts.get('api_timeout', 300))
+        poll = None
+        while True:
+            self.wake.clear()
+            changed = self.watch.take() if self.watch is not None else set()
+            for name, (future, started) in list(running.items()):
+                if future.done():
+                    del running[name]
+                    self._handle(future.result(), states[name], started, outage, steps)
+            if outage.passed():
+                self._stop_for_outage(outage, states, steps)
+            todo = [st for st in states.values() if st['phase'] not in FINAL or st.get('recorded') is False]
+            if not todo and not running:
+                return
+            due = poll is None or poll.passed()
+            if due:
+                poll = waiter.deadline(self.opts['poll_interval'])
+            for st in todo:
+                if st['node'] not in running and (due or st['node'] in changed):
+                    future = pool.submit(self._tick, steps, st, deadlines, outage)
+                    running[st['node']] = (future, time.monotonic())
+                    future.add_done_callback(lambda _f: self.wake.set())
+            waiter.pause(poll.left())
+
+    def _tick(self, steps, st, deadlines, outage):
         """Read one node and advance it (in a worker thread); returns the exception to handle, if any."""
         try:
+            if st['phase'] == 'failed':  # the failure is known, its annotations are not written yet
+                steps.record(st)
+                return None
+            asked = time.monotonic()
             node = self.api.get_node(st['node'])
-            try:
-                steps.step(node, st, deadlines)
-            except ApiException as exc:
-                if exc.status == 409 or _transient(exc):
-                    raise _Retry(exc)
-                steps.fail(node, st, 'API error %s %s: %s' % (exc.status, exc.reason, (exc.body or '')[:300]))
-        except Exception as exc:  # handed to the tick loop, which retries outages and raises the rest
+            outage.answered(deadlines, st['node'], time.monotonic() - asked)
+            steps.step(node, st, deadlines)
+        except Exception as exc:  # handed to the tick loop (_handle)
             return exc
         return None
 
-    def _outage(self, exc, outage, waiter, states):
-        """A tick failed with ``exc``. API server restarting or overloaded: keep the state in memory
-        and on the nodes and return the outage's deadline (api_timeout), past which the rollout
-        stops (the next run resumes from the annotations). Anything else is raised."""
-        if not isinstance(exc, (_Retry, ApiException) + TRANSIENT_ERRORS):
-            raise exc
-        cause = exc.args[0] if isinstance(exc, _Retry) else exc
-        if isinstance(cause, ApiException) and not _transient(cause) and cause.status != 409:
-            raise exc
-        outage = outage or waiter.deadline(self.opts.get('api_timeout', 300))
-        if outage.passed():
-            raise RolloutFailed('the Kubernetes API did not answer for %ss (%s); nodes of this batch keep their '
-                                'gpuops.gpu annotations and the next run resumes them'
-                                % (self.opts.get('api_timeout', 300), cause), {'nodes': list(states.values())})
-        self.log('API unavailable (%s), retrying' % cause)
-        return outage
+    def _handle(self, exc, st, started, outage, steps):
+        """What a node's tick ended with: nothing; the API away (an outage, retried); a conflict
+        (retried); the node deleted (gone); any other error (the node fails, one clear line)."""
+        if exc is None:
+            return
+        if transient(exc):
+            outage.failed(started, exc)
+            self.log('API unavailable (%s), retrying' % call_words(exc))
+        elif status_of(exc) == 409:
+            return
+        elif status_of(exc) == 404 and getattr(exc, 'gpuops_call', None) in ('read node', 'patch node'):
+            self._gone(st)
+        elif st['phase'] in FINAL:
+            self.api.warn('node %s: could not record its %s state: %s' % (st['node'], st['phase'], call_words(exc)))
+            st['recorded'] = None
+        elif isinstance(exc, ApiException):
+            st.update(phase='failed', reason='%s (during %s)' % (call_words(exc), st['phase']), recorded=False,
+                      notify=True, ended=time.monotonic())
+        else:
+            st.update(phase='failed', reason='unexpected error during %s: %s: %s' % (
+                st['phase'], type(exc).__name__, exc), recorded=False, notify=True, ended=time.monotonic())
+
+    def _gone(self, st):
+        """The node was deleted during the rollout: reported, the others go on."""
+        self.api.warn('node %s was deleted during the rollout (it had reached phase %s); it is reported as gone '
+                      'and the rest of the rollout went on' % (st['node'], st['phase']))
+        st.update(phase='gone', ended=time.monotonic(), reason='node deleted during the rollout')
+        st.pop('recorded', None)
+
+    def _stop_for_outage(self, outage, states, steps):
+        """The API did not answer for api_timeout: write the reason on every node of the batch this
+        run holds (best effort, short timeouts, all at once) and stop."""
+        reason = ('rollout stopped: the Kubernetes API did not answer for %ss (%s); run again to resume this node'
+                  % (outage.api_timeout, call_words(outage.cause)))
+        held = [st for st in states.values() if st['phase'] not in FINAL and st['phase'] != 'cordon']
+        with ThreadPoolExecutor(max_workers=max(1, min(len(held), MAX_WORKERS))) as pool:
+            list(pool.map(lambda st: self._hold(steps, st, reason), held))
+        self.api_lost = True
+        raise _ApiLost('the Kubernetes API did not answer for %ss (%s); nodes of this batch keep their gpuops.gpu '
+                       'annotations (%s says why) and the next run resumes them'
+                       % (outage.api_timeout, call_words(outage.cause), ANN_REASON))
+
+    def _hold(self, steps, st, reason):
+        try:
+            steps.hold(st, reason, timeout=HOLD_TIMEOUT)
+        except Exception as exc:  # the API is still away: the reason stays in the result and the message
+            st['reason'] = reason
+            self.log('node %s: could not write the reason: %s' % (st['node'], call_words(exc)))
 
     # ============================================================== the whole rollout
     def run(self, assignments, nodes_by_name):
         work, batches = self.plan(assignments, nodes_by_name)
         result = {'changed': bool(work), 'batches': [list(b) for b in batches], 'nodes': [], 'plan': []}
+        lock = RolloutLock.for_rollout(self.conn, self.opts, '%s_rollout of %d node(s)' % (self.kind.name, len(work)),
+                                       work, self.log)
         if self.opts.get('check_mode'):
             result['plan'] = self.describe_plan(work, batches, nodes_by_name)
+            result['lock'] = lock.status()
             return result
+        try:
+            if batches:
+                work, batches, nodes_by_name = self._take_lock(lock, assignments, nodes_by_name, result)
+            return self._run_work(work, batches, nodes_by_name, result)
+        finally:
+            self.api.warnings.extend(lock.let_go())
+            self.lock = None
+
+    def _take_lock(self, lock, assignments, nodes_by_name, result):
+        """Hold the rollout lock (rollout/lock.py), then plan again from the nodes read now: another run
+        may have changed them while this one waited (nodes that appeared meanwhile stay unknown)."""
+        self.lock = lock.hold(self.opts.get('lock_timeout') or 0, min(2.0, max(0.2, self.opts['poll_interval'])))
+        nodes_by_name = dict(nodes_by_name)
+        nodes_by_name.update((n['metadata']['name'], n) for n in self.list_nodes()
+                             if n['metadata']['name'] in nodes_by_name)
+        errors = held_elsewhere(self.kind, nodes_by_name, assignments)
+        if errors:
+            raise InputError('nothing was changed; fix these first: ' + ' | '.join(errors))
+        work, batches = self.plan(assignments, nodes_by_name)
+        result.update(changed=bool(work), batches=[list(b) for b in batches])
+        return work, batches, nodes_by_name
+
+    def _run_work(self, work, batches, nodes_by_name, result):
         if batches:  # workers + the watch + the event posters
             self.api.conn = self.conn.pooled(min(max(len(b) for b in batches), MAX_WORKERS) + 3)
         if batches and self.api.nodes_version:
-            self.watch = NodeWatch(self.api.conn, self.api.nodes_version)
+            self.watch = NodeWatch(self.api.conn, self.api.nodes_version, woken=self.wake)
         self.api.start_events()
         try:
             self._run_batches(batches, work, nodes_by_name, result)
@@ -226,19 +306,45 @@ class NodeRollout(object):
             if self.watch is not None:
                 self.watch.stop()
                 self.watch = None
-            self.api.stop_events()
+            self.api.stop_events(wait=not self.api_lost)
+            if not self.api_lost:
+                self._new_nodes(nodes_by_name)
         result['changed'] = any(s['changed'] for s in result['nodes'])
         return result
 
+    def _new_nodes(self, nodes_by_name):
+        """Warn about nodes that appeared during the rollout and that the assignments' selectors
+        match: this run did not touch them (one node list, only when a selector was given)."""
+        assignments = [a for a in self.opts.get('assignments') or [] if a.get('label_selector') or a.get('selector')]
+        if not assignments:
+            return
+        try:
+            new = dict((n['metadata']['name'], n) for n in self.api.list_nodes()
+                       if n['metadata']['name'] not in nodes_by_name)
+        except Exception as exc:  # best effort: the rollout itself is over
+            self.api.warn('could not list the nodes to look for new ones: %s' % call_words(exc))
+            return
+        matched, _errors = resolve_assignments(assignments, new, VALUE_KEYS.get(self.kind.name, 'config'))
+        if matched:
+            self.api.warn('node(s) %s appeared during the rollout and match the assignments; this run did not touch '
+                          'them: run it again to apply their assignments' % ', '.join(sorted(matched)))
+
     def _run_batches(self, batches, work, nodes_by_name, result):
         for index, batch in enumerate(batches):
+            if self.lock is not None:  # the lease lost (not renewed for lock_duration): stop before this batch
+                self.lock.ensure(dict(result, untouched=[n for b in batches[index:] for n in b]))
             self.log('batch %d/%d: %s' % (index + 1, len(batches), ', '.join(batch)))
-            states = self.run_batch(batch, work, nodes_by_name)
+            untouched = [n for b in batches[index + 1:] for n in b]
+            try:
+                states = self.run_batch(batch, work, nodes_by_name)
+            except _ApiLost as exc:
+                result['nodes'].extend(exc.states[n] for n in batch)
+                result.update(untouched=untouched, changed=any(s['changed'] for s in result['nodes']))
+                raise RolloutFailed(str(exc), result)
             result['nodes'].extend(states[n] for n in batch)
             failed = [s for s in states.values() if s['phase'] == 'failed']
             if failed:
-                untouched = [n for b in batches[index + 1:] for n in b]
-                result['untouched'] = untouched
+                result.update(untouched=untouched, changed=any(s['changed'] for s in result['nodes']))
                 msg = '; '.join('node %s: %s' % (s['node'], s['reason']) for s in failed)
                 raise RolloutFailed('rollout stopped in batch %d/%d: %s. Failed nodes stay cordoned and annotated '
                                     '(%s); %d node(s) not started were left untouched. Fix the cause and run again '

@@ -9,11 +9,29 @@ write, and the module result."""
 from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
 
+import math
 import time
 
+from ansible_collections.gpuops.gpu.plugins.module_utils.common.checks import (
+    is_dns_label, is_dns_subdomain, label_key_errors, label_value_errors, type_name)
 from ansible_collections.gpuops.gpu.plugins.module_utils.common.selector import parse_selector, selector_matches
+from ansible_collections.gpuops.gpu.plugins.module_utils.gpu.node import is_gpu_node
 from ansible_collections.gpuops.gpu.plugins.module_utils.k8s.errors import InputError
 from ansible_collections.gpuops.gpu.plugins.module_utils.rollout.batches import parse_max_unavailable
+
+MAX_SECONDS = 7 * 24 * 3600  # a week: longer waits are typos (and overflow the thread timers)
+# (option, least value): every duration option of the rollout modules, in seconds
+DURATIONS = (('state_timeout', 1), ('reboot_timeout', 1), ('verify_timeout', 1), ('api_timeout', 1),
+             ('drain_timeout', 0), ('grace_period', 0), ('lock_timeout', 0), ('lock_duration', 10))
+POLL_INTERVAL = (0.1, 300.0)  # seconds; below it a node costs hundreds of API requests a second
+CONTROL_PLANE_LABELS = ('node-role.kubernetes.io/control-plane', 'node-role.kubernetes.io/master')
+REFUSED = 'nothing was changed; fix these first: '
+
+
+def refuse(errors):
+    """InputError ('nothing was changed') listing ``errors``, when there are any."""
+    if errors:
+        raise InputError(REFUSED + ' | '.join(errors))
 
 
 def check_inputs(errors, params, count):
@@ -23,8 +41,114 @@ def check_inputs(errors, params, count):
         parse_max_unavailable(params['max_unavailable'], max(count, 1))
     except ValueError as exc:
         errors.append(str(exc))
-    if errors:
-        raise InputError('nothing was changed; fix these first: ' + ' | '.join(errors))
+    refuse(errors)
+
+
+def _number_errors(params):
+    errors = []
+    for key, least in DURATIONS:
+        value = params.get(key)
+        if value is not None and not least <= value <= MAX_SECONDS:
+            errors.append('%s must be between %d and %d seconds (one week), got %s' % (key, least, MAX_SECONDS, value))
+    poll = params.get('poll_interval')
+    if poll is not None and not (math.isfinite(poll) and POLL_INTERVAL[0] <= poll <= POLL_INTERVAL[1]):
+        errors.append('poll_interval must be between %s and %s seconds, got %s' % (POLL_INTERVAL + (poll,)))
+    return errors
+
+
+def _name_errors(params):
+    errors = []
+    namespace = params.get('operator_namespace')
+    if not is_dns_label(namespace):
+        errors.append("operator_namespace '%s' is not a namespace name (lowercase letters, digits and '-', at most 63 "
+                      "characters); name the namespace of the GPU operator, e.g. nvidia-gpu-operator" % namespace)
+    if params.get('lock_namespace') and not is_dns_label(params['lock_namespace']):
+        errors.append("lock_namespace '%s' is not a namespace name (lowercase letters, digits and '-')"
+                      % params['lock_namespace'])
+    for key in ('cluster_policy', 'config_map'):
+        value = params.get(key)
+        if value and not is_dns_subdomain(value):
+            errors.append("%s '%s' is not a Kubernetes object name (lowercase letters, digits, '-' and '.')"
+                          % (key, value))
+    return errors
+
+
+def labels_errors(labels, path):
+    """Why the mapping ``labels`` (label key -> value, equality as in matchLabels) is not a valid set
+    of label requirements: each key a label key, each value a label value string (so 'a: x,y' can
+    never become two requirements)."""
+    if not isinstance(labels, dict):
+        return ['%s must be a mapping of label keys to values, got %s' % (path, type_name(labels))]
+    errors = []
+    for key, value in labels.items():
+        errors.extend("%s: key '%s' %s" % (path, key, e) for e in label_key_errors(key))
+        hint = (" (one value per key: for several, use label_selector '%s in (%s)')" % (key, value)
+                if isinstance(value, str) and ',' in value else '')
+        errors.extend('%s.%s: %s%s' % (path, key, e, hint) for e in label_value_errors(value))
+    return errors
+
+
+def option_errors(params):
+    """Why the options (not the assignments) of a rollout module cannot work; nothing is read or
+    written before these are fixed: durations and poll_interval in range, names that Kubernetes
+    accepts, pod_selector and restart_pod_selector valid label selectors."""
+    errors = _number_errors(params) + _name_errors(params)
+    if params.get('pod_selector') is not None:
+        errors.extend(labels_errors(params['pod_selector'], 'pod_selector'))
+    if params.get('restart_pod_selector') is not None:
+        try:
+            parse_selector(params['restart_pod_selector'])
+        except ValueError as exc:
+            errors.append('restart_pod_selector: %s' % exc)
+    return errors
+
+
+def assignment_errors(assignments, value_key):
+    """Why ``assignments`` cannot be resolved whatever the cluster holds: none at all, a value that
+    cannot be a label value, a node named twice for the same value (named for two values, it is
+    resolve_assignments' "assigned both")."""
+    if not assignments:
+        return ['assignments is empty: give at least one item with nodes, label_selector or selector, '
+                'and its %s' % value_key]
+    errors, seen = [], {}
+    for index, item in enumerate(assignments):
+        where = 'assignments[%d]' % index
+        value = item.get(value_key)
+        if value:
+            errors.extend("%s.%s: %s (it becomes a node label value)" % (where, value_key, e)
+                          for e in label_value_errors(value))
+        for name in item.get('nodes') or []:
+            if name in seen and seen[name][1] == value:
+                errors.append("node '%s' is named twice (%s and %s.nodes): name each node once"
+                              % (name, seen[name][0], where))
+            seen.setdefault(name, (where + '.nodes', value))
+    return errors
+
+
+def node_errors(nodes_by_name, names):
+    """The nodes among ``names`` no GPU change belongs on: nodes without NVIDIA GPUs, control-plane
+    nodes among them named as such. A control-plane node with GPUs (single-node clusters) is allowed."""
+    errors = []
+    for name in sorted(names):
+        node = nodes_by_name[name]
+        if is_gpu_node(node):
+            continue
+        labels = (node.get('metadata') or {}).get('labels') or {}
+        role = next((key for key in CONTROL_PLANE_LABELS if key in labels), None)
+        errors.append('node %s is %s without NVIDIA GPUs (no nvidia.com/gpu.present=true label, no GPU capacity): leave '
+                      'it out of the assignments (narrow the selector, e.g. add nvidia.com/gpu.present=true)'
+                      % (name, 'a control-plane node (label %s)' % role if role else 'a node'))
+    return errors
+
+
+def plan_errors(rollout, assignments, nodes_by_name):
+    """Why the rollout's batches cannot be planned (max_unavailable against the nodes already
+    cordoned), as input errors: the engine plans again when it runs."""
+    try:
+        rollout.plan(assignments, nodes_by_name)
+    except ValueError as exc:
+        return [str(exc)]
+    return []
 
 
 def finish_result(result, conn, started, warnings, **fields):
@@ -54,6 +178,10 @@ def resolve_assignments(assignments, nodes_by_name, value_key):
         names = list(item.get('nodes') or [])
         selector = item.get('label_selector')
         if item.get('selector'):
+            bad = labels_errors(item['selector'], where + '.selector')
+            if bad:
+                errors.extend(bad)
+                continue
             selector = ','.join('%s=%s' % (k, v) for k, v in sorted(item['selector'].items())) + \
                 (',' + selector if selector else '')
         if not names and not selector:
@@ -110,4 +238,8 @@ def rollout_argument_spec(value_key):
         api_timeout=dict(type='int', default=300),
         poll_interval=dict(type='float', default=1.0),
         allow_vgpu_nodes=dict(type='bool', default=False),
+        lock_timeout=dict(type='int', default=0),
+        lock_duration=dict(type='int', default=120),
+        lock_holder=dict(type='str'),
+        lock_namespace=dict(type='str'),
     )

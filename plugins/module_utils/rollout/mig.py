@@ -11,7 +11,8 @@ __metaclass__ = type
 
 import time
 
-from ansible_collections.gpuops.gpu.plugins.module_utils.gpu.node import LABEL_MIG_CONFIG, LABEL_MIG_STATE, vgpu_errors
+from ansible_collections.gpuops.gpu.plugins.module_utils.gpu.node import (
+    LABEL_MIG_CONFIG, LABEL_MIG_STATE, is_gpu_node, vgpu_errors)
 from ansible_collections.gpuops.gpu.plugins.module_utils.gpu.mig_parted import mig_parted_errors
 from ansible_collections.gpuops.gpu.plugins.module_utils.k8s.errors import InputError, RolloutFailed
 from ansible_collections.gpuops.gpu.plugins.module_utils.ops.cluster_policy import read_cluster_policy
@@ -20,8 +21,9 @@ from ansible_collections.gpuops.gpu.plugins.module_utils.rollout.sharing import 
 from ansible_collections.gpuops.gpu.plugins.module_utils.rollout.sharing_kind import SharingKind
 from ansible_collections.gpuops.gpu.plugins.module_utils.rollout.engine import NodeRollout
 from ansible_collections.gpuops.gpu.plugins.module_utils.rollout.inputs import (
-    check_inputs, finish_result, resolve_assignments)
-from ansible_collections.gpuops.gpu.plugins.module_utils.rollout.node import held_elsewhere
+    assignment_errors, check_inputs, finish_result, node_errors, option_errors, plan_errors, refuse,
+    resolve_assignments)
+from ansible_collections.gpuops.gpu.plugins.module_utils.rollout.node import held_elsewhere, not_ready_errors
 
 try:
     import yaml
@@ -103,18 +105,22 @@ def run(conn, params, check_mode, log=None):
     """Validate everything, then roll out. Returns the result dict; raises InputError (nothing
     written) or RolloutFailed (with a partial result)."""
     started = time.monotonic()
+    refuse(option_errors(params) + assignment_errors(params['assignments'], 'config'))
     kind, config_map, plugin = _kind(conn, params)
     rollout = NodeRollout(conn, kind, dict(params, check_mode=check_mode), log=log)
     nodes = dict((n['metadata']['name'], n) for n in rollout.list_nodes())
     kind.sharing = read_sharing(conn, plugin, kind.strategy, params['operator_namespace'], nodes.values())
     assignments, errors = resolve_assignments(params['assignments'], nodes, 'config')
-    for name in sorted(assignments):
+    errors.extend(node_errors(nodes, assignments))
+    for name in sorted(n for n in assignments if is_gpu_node(nodes[n])):
         errors.extend(kind.validate(nodes[name], assignments[name]))
     errors.extend(held_elsewhere(kind, nodes, assignments))
+    todo = [n for n in assignments if not kind.at_target(nodes[n], assignments[n])]
     if not params.get('allow_vgpu_nodes'):
-        errors.extend(vgpu_errors(nodes, [n for n in assignments if not kind.at_target(nodes[n], assignments[n])],
-                                  'MIG'))
+        errors.extend(vgpu_errors(nodes, todo, 'MIG'))
+    errors.extend(not_ready_errors(nodes, todo))
     check_inputs(errors, params, len(assignments))
+    refuse(plan_errors(rollout, assignments, nodes))
 
     result = rollout.run(assignments, nodes)
     result['diff'] = _diff(kind, nodes, assignments)

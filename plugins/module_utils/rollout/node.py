@@ -4,7 +4,8 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 """The per-node state machine of a rollout, and the annotations that make it resumable.
 
-Phases: cordon → drain → label → wait → verify → uncordon → done, or failed from any of them.
+Phases: cordon → drain → label → wait → verify → uncordon → done, or failed from any of them, or
+gone (the node was deleted during the rollout).
 ``NodeSteps.step(node, st, deadlines)`` advances one node as far as it can go without waiting,
 from the node as just read; ``st`` is the node's result dict (``phase``, ``changed``,
 ``evicted``, ``detail``, ...), ``deadlines`` the batch's k8s.waiter.Deadline per (node, phase).
@@ -12,6 +13,11 @@ from the node as just read; ``st`` is the node's result dict (``phase``, ``chang
 On the node itself (``gpuops.gpu/`` annotations): the target being applied, the phase reached,
 why it failed, and whether this rollout cordoned it (only then is it uncordoned at the end), so a
 run killed at any point is finished by the next one.
+
+A node that is NotReady is never started (``not_ready_errors`` refuses it before any write; the
+cordon step refuses it again when its batch starts) and never uncordoned as done: one that goes
+NotReady during the rollout is held (cordoned, phase failed, with the reason), except while the MIG
+manager reports the reboot it asked for.
 """
 
 from __future__ import (absolute_import, division, print_function)
@@ -31,7 +37,7 @@ ANN_CORDONED = names.ANN_CORDONED_BY_ROLLOUT  # "true" only when this engine cor
 ANN_UPDATED = names.ANN_ROLLOUT_UPDATED
 MARKERS = (ANN_TARGET, ANN_PHASE, ANN_REASON, ANN_CORDONED, ANN_UPDATED)
 CLEAR_PAUSE = 2.0  # seconds between removing a label and setting it again (a retry)
-FINAL = ('done', 'failed')
+FINAL = ('done', 'failed', 'gone')
 
 
 def annotations(node):
@@ -66,6 +72,30 @@ def held_elsewhere(kind, nodes_by_name, names):
     return errors
 
 
+def not_ready(node):
+    """Why the node is NotReady ('Ready=False: <reason>'), None when Ready or when it reports no Ready
+    condition at all (nothing known against it)."""
+    for condition in (node.get('status') or {}).get('conditions') or []:
+        if condition.get('type') == 'Ready':
+            if condition.get('status') == 'True':
+                return None
+            words = condition.get('reason') or condition.get('message') or 'no reason given'
+            return 'Ready=%s: %s' % (condition.get('status') or 'Unknown', words)
+    return None
+
+
+def not_ready_errors(nodes_by_name, names):
+    """Input errors for the named nodes that are NotReady now: a rollout never starts one (it
+    could not drain it, and could not tell a finished change from a dead node)."""
+    errors = []
+    for name in sorted(names):
+        why = not_ready(nodes_by_name[name])
+        if why:
+            errors.append('node %s is NotReady (%s); it was not touched: bring it back (kubectl describe node %s) '
+                          'or leave it out of the assignments, then run again' % (name, why, name))
+    return errors
+
+
 def nonzero(resources):
     return dict((k, v) for k, v in (resources or {}).items() if v)
 
@@ -89,11 +119,28 @@ class NodeSteps(object):
         Stops after a write the next phase must see from the API (the label), and on a wait."""
         while True:
             phase = st['phase']
+            if self._not_ready(node, st):
+                st['ended'] = time.monotonic()
+                return
             self._phases[phase](node, st, deadlines)
             if st['phase'] in FINAL:
                 st['ended'] = time.monotonic()
             if st['phase'] in (phase, 'wait') + FINAL:
                 return
+
+    def _not_ready(self, node, st):
+        """Refuse (cordon, nothing written) or hold a NotReady node; True when it was."""
+        why = not_ready(node)
+        if not why or (st['phase'] == 'wait' and (st.get('reboot_extended') or (
+                not st.get('restarting') and self.kind.progress(node, st['to'])[0] == 'rebooting'))):
+            return False  # a reboot the MIG manager asked for takes the node down for a while
+        if st['phase'] == 'cordon' and annotations(node).get(ANN_TARGET) != target_marker(self.kind, st['to']):
+            st.update(phase='failed', held=False, reason='node is NotReady (%s) when its batch started; it was not '
+                      'touched: bring it back or leave it out of the assignments, then run again' % why)
+            return True
+        self.fail(node, st, 'node went NotReady during %s (%s); it stays cordoned and is not verified: bring it '
+                  'back, then run again to resume' % (st['phase'], why))
+        return True
 
     # ------------------------------------------------------------------ phases (each never blocks)
     def _cordon(self, node, st, deadlines):
@@ -195,20 +242,35 @@ class NodeSteps(object):
         if not unschedulable:
             patch['spec'] = {'unschedulable': True}
             patch['metadata']['annotations'][ANN_CORDONED] = 'true'
-            st['changed'] = True
-        elif ann.get(ANN_TARGET) != target_marker(self.kind, value) or ann.get(ANN_PHASE) == 'failed':
-            st['changed'] = True
+        changed = not unschedulable or ann.get(ANN_TARGET) != target_marker(self.kind, value) or \
+            ann.get(ANN_PHASE) == 'failed'
         self.api.patch_node(name, patch)
+        st['changed'] = st['changed'] or changed  # once written (a node deleted meanwhile changed nothing)
         self.api.event(node, 'GpuopsCordon', 'cordoned for %s=%s' % (self.kind.label, value)
                        if not unschedulable else 'rollout of %s=%s started' % (self.kind.label, value))
 
     def fail(self, node, st, reason):
-        """Leave the node cordoned and say why, on the node itself."""
-        st['phase'] = 'failed'
+        """Leave the node cordoned and say why, on the node itself (``st['recorded']`` once written;
+        the rollout retries ``record`` while the API is away)."""
+        st.update(phase='failed', reason=reason, recorded=False, notify=True)
+        self.record(st, node)
+
+    def record(self, st, node=None):
+        """Write a failed node's phase and reason annotations, then its Warning Event once."""
+        self.api.patch_node(st['node'], {'metadata': {'annotations': {
+            ANN_PHASE: 'failed', ANN_REASON: st['reason'][:1000], ANN_UPDATED: now_iso()}}})
+        st['recorded'] = True
+        if st.pop('notify', False):
+            self.api.event(node or {'metadata': {'name': st['node']}}, 'GpuopsFailed', st['reason'], warning=True)
+
+    def hold(self, st, reason, timeout=None):
+        """The rollout stops with this node unfinished: write ``reason`` on it (phase kept, so the
+        next run resumes it), when this run wrote its markers (past the cordon step)."""
+        if st['phase'] in FINAL or st['phase'] == 'cordon':
+            return
         st['reason'] = reason
-        self.api.patch_node(node['metadata']['name'], {'metadata': {'annotations': {
-            ANN_PHASE: 'failed', ANN_REASON: reason[:1000], ANN_UPDATED: now_iso()}}})
-        self.api.event(node, 'GpuopsFailed', reason, warning=True)
+        self.api.patch_node(st['node'], {'metadata': {'annotations': {ANN_REASON: reason[:1000],
+                                                                      ANN_UPDATED: now_iso()}}}, timeout=timeout)
 
     def finish(self, node, st):
         """Remove the markers; uncordon only a node this rollout cordoned."""
@@ -216,10 +278,8 @@ class NodeSteps(object):
         patch = {'metadata': {'annotations': dict((k, None) for k in MARKERS)}}
         if ann.get(ANN_CORDONED) == 'true':
             patch['spec'] = {'unschedulable': False}
-            st['changed'] = True
-        if any(k in ann for k in MARKERS):
-            st['changed'] = True
         self.api.patch_node(node['metadata']['name'], patch)
+        st['changed'] = st['changed'] or 'spec' in patch or any(k in ann for k in MARKERS)
         if st['changed']:
             self.api.event(node, 'GpuopsDone', '%s=%s applied%s' % (self.kind.label, st['to'],
                                                                     ', uncordoned' if 'spec' in patch else ''))

@@ -20,8 +20,9 @@ from ansible_collections.gpuops.gpu.plugins.module_utils.k8s.waiter import Waite
 from ansible_collections.gpuops.gpu.plugins.module_utils.ops.cluster_policy import read_cluster_policy
 from ansible_collections.gpuops.gpu.plugins.module_utils.rollout.engine import ANN_TARGET, NodeRollout
 from ansible_collections.gpuops.gpu.plugins.module_utils.rollout.inputs import (
-    check_inputs, finish_result, resolve_assignments)
-from ansible_collections.gpuops.gpu.plugins.module_utils.rollout.node import held_elsewhere
+    assignment_errors, check_inputs, finish_result, node_errors, option_errors, plan_errors, refuse,
+    resolve_assignments)
+from ansible_collections.gpuops.gpu.plugins.module_utils.rollout.node import held_elsewhere, not_ready_errors
 from ansible_collections.gpuops.gpu.plugins.module_utils.rollout.sharing_kind import (
     DEFAULT, RESERVED, RESTART_SELECTOR, SharingKind, normalise_value)
 
@@ -121,8 +122,10 @@ def _policy_settings(conn, params):
     return strategy, config_map, default_key
 
 
-def _profile_texts(conn, params, strategy, config_map):
-    """{profile key: YAML text}: the given ``profiles`` rendered, else the device-plugin ConfigMap."""
+def _profile_texts(conn, params, strategy, config_map, check_mode):
+    """{profile key: YAML text}: the given ``profiles`` rendered, else the device-plugin ConfigMap.
+    Outside check mode the given profiles must be in the ConfigMap as given: the device plugin reads
+    the ConfigMap, never ``profiles``."""
     profiles = params.get('profiles')
     if profiles is None:
         return read_profiles(conn, config_map, params['operator_namespace']) if config_map else {}
@@ -131,15 +134,36 @@ def _profile_texts(conn, params, strategy, config_map):
                for name in profiles if name in RESERVED]
     if not config_map:
         errors.append('profiles are given but no config_map (and the ClusterPolicy has no devicePlugin.config.name)')
-    if errors:
-        raise InputError('nothing was changed; fix these first: ' + ' | '.join(errors))
-    return render_profiles(profiles, strategy) if profiles else {}
+    refuse(errors)
+    texts = render_profiles(profiles, strategy) if profiles else {}
+    if not check_mode and texts:
+        cm = conn.call_or_none(conn.core.read_namespaced_config_map, config_map, params['operator_namespace'])
+        refuse(stale_profile_errors(texts, None if cm is None else dict(cm.get('data') or {}),
+                                    '%s/%s' % (params['operator_namespace'], config_map)))
+    return texts
+
+
+def stale_profile_errors(texts, cm_texts, where):
+    """Why the rendered ``profiles`` (``texts``) are not what the device plugin will read from the
+    ConfigMap ``where`` (its data ``cm_texts``, None when it does not exist): a profile missing there
+    or with other content would make the plugin fail on an unknown config, or apply another one."""
+    if cm_texts is None:
+        return ['profiles are given but the device-plugin ConfigMap %s does not exist, and the device plugin reads '
+                'only the ConfigMap: write it first (the gpuops.gpu.sharing role does), or run in check mode to '
+                'plan' % where]
+    wanted, have = parse_texts(texts), parse_texts(cm_texts)
+    missing = sorted(k for k in wanted if k not in have)
+    differ = sorted(k for k in wanted if k in have and have[k] != wanted[k])
+    return ['profiles %s %s the device-plugin ConfigMap %s, which is what the device plugin reads: write the '
+            'profiles there first (the gpuops.gpu.sharing role does), or run in check mode to plan'
+            % (', '.join(keys), verb, where) for keys, verb in ((missing, 'are missing from'), (differ, 'differ from'))
+            if keys]
 
 
 def _kind(conn, params, check_mode):
     """(SharingKind, ConfigMap name or '') for this run."""
     strategy, config_map, default_key = _policy_settings(conn, params)
-    texts = _profile_texts(conn, params, strategy, config_map)
+    texts = _profile_texts(conn, params, strategy, config_map, check_mode)
     kind = SharingKind(texts, parse_texts(texts), default_key, strategy, params['operator_namespace'],
                        configured=bool(config_map),
                        restart_selector=params.get('restart_pod_selector') or RESTART_SELECTOR,
@@ -165,12 +189,14 @@ def _errors(kind, nodes, assignments, config_map, allow_vgpu=False):
         errors.append("the default profile '%s' is not a key of the device-plugin ConfigMap %s (profiles: %s): every "
                       "GPU node without a %s label would fail"
                       % (kind.default_key, config_map, ', '.join(sorted(kind.configs)) or 'none', kind.label))
-    for name in sorted(assignments):
+    errors.extend(node_errors(nodes, assignments))
+    for name in sorted(n for n in assignments if gn.is_gpu_node(nodes[n])):
         errors.extend(kind.validate(nodes[name], assignments[name]))
     errors.extend(held_elsewhere(kind, nodes, assignments))
+    todo = [n for n in assignments if not kind.at_target(nodes[n], assignments[n])]
     if not allow_vgpu:
-        errors.extend(gn.vgpu_errors(nodes, [n for n in assignments if not kind.at_target(nodes[n], assignments[n])],
-                                     'GPU sharing'))
+        errors.extend(gn.vgpu_errors(nodes, todo, 'GPU sharing'))
+    errors.extend(not_ready_errors(nodes, todo))
     for name in sorted(set(nodes) - set(assignments)):
         ann = (nodes[name]['metadata'].get('annotations') or {}).get(ANN_TARGET, '')
         if ann.startswith(kind.label + '='):  # left by a killed run: it is resumed, so check it too
@@ -199,6 +225,7 @@ def run(conn, params, check_mode, log=None):
     """Validate everything, then roll out. Returns the result dict; raises InputError (nothing
     written) or RolloutFailed (with a partial result)."""
     started = time.monotonic()
+    refuse(option_errors(params) + assignment_errors(params['assignments'], 'profile'))
     kind, config_map = _kind(conn, params, check_mode)
     rollout = NodeRollout(conn, kind, dict(params, check_mode=check_mode), log=log)
     nodes = dict((n['metadata']['name'], n) for n in rollout.list_nodes())
@@ -208,6 +235,7 @@ def run(conn, params, check_mode, log=None):
     _skip_unlabelled(kind, nodes, assignments)
     check_inputs(errors + _errors(kind, nodes, assignments, config_map, params.get('allow_vgpu_nodes')), params,
                  len(assignments))
+    refuse(plan_errors(rollout, assignments, nodes))
 
     diff = _diff(kind, nodes, assignments)
     result = rollout.run(assignments, nodes)

@@ -23,6 +23,7 @@ except ImportError:  # pragma: no cover - AnsibleK8SModule reports missing kuber
     iter_resp_lines = None
 
 WATCH_SECONDS = 120  # server-side timeout of one watch request
+WATCH_READ_SLACK = 15  # the client-side read timeout of a watch is this much longer than WATCH_SECONDS
 
 
 def watch_events(resp):
@@ -37,16 +38,18 @@ class NodeWatch(object):
 
     ``follow(names)`` sets the nodes of interest, ``take()`` returns those changed since the last
     call, ``wait(timeout)`` returns early when one changed (the rollout's k8s.waiter.Waiter wakes
-    on it). Every decision still reads the node with a GET: if the watch ends or fails, the rollout
-    simply keeps polling every poll_interval.
+    on it); ``woken`` is the event it sets (the rollout's, shared with its workers). Every decision
+    still reads the node with a GET: if the watch ends or fails, the rollout simply keeps polling
+    every poll_interval. The watch request's read timeout is WATCH_SECONDS + WATCH_READ_SLACK, so a
+    hung apiserver ends it too.
     """
 
-    def __init__(self, conn, resource_version):
+    def __init__(self, conn, resource_version, woken=None):
         self.conn = conn
         self.version = resource_version
         self.names = frozenset()
         self.changed = set()
-        self.woken = threading.Event()
+        self.woken = woken if woken is not None else threading.Event()
         self.lock = threading.Lock()
         self.stopped = False
         self.resp = None
@@ -73,13 +76,18 @@ class NodeWatch(object):
         while not self.stopped:
             try:
                 self.resp = self.conn.request(self.conn.core.list_node, watch=True, resource_version=self.version,
-                                              timeout_seconds=WATCH_SECONDS, allow_watch_bookmarks=True)
+                                              timeout_seconds=WATCH_SECONDS, allow_watch_bookmarks=True,
+                                              _request_timeout=self._timeout())
                 for event in watch_events(self.resp):
                     if self.stopped or event.get('type') == 'ERROR':  # e.g. 410 Gone: polling goes on alone
                         return
                     self._seen((event.get('object') or {}).get('metadata') or {})
             except Exception:  # API restarting, connection closed by stop(): polling goes on
                 return
+
+    def _timeout(self):
+        connect = (getattr(self.conn, 'timeout', None) or (5, None))[0]
+        return (connect, WATCH_SECONDS + WATCH_READ_SLACK)
 
     def _seen(self, meta):
         self.version = meta.get('resourceVersion') or self.version

@@ -9,6 +9,7 @@
   components.py the argv of each component (etcd, apiserver, ..., gpu-operator, gpusim)
   up.py         ``testbed up``: start or reconcile a cluster, step by step
   commands.py   ``down``, ``status``, ``kubeconfig``, ``env``, ``logs``, ``build``
+  chaos.py      ``chaos``: faults by recorded PID (freeze, kill, start again) and on nodes
   cli.py        the argument parser
 
 API calls go through the simulator's REST client, ``gpusim.kube.Kube`` (one client for the

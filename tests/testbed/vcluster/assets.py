@@ -23,6 +23,9 @@ KWOK_STAGES = [
     "pod/fast/pod-ready.yaml",
     "pod/fast/pod-complete.yaml",
     "pod/fast/pod-delete.yaml",
+    # kwok's own chaos stage: a node labelled node-not-ready.stage.kwok.x-k8s.io=true reports
+    # Ready=False (weight 10000 wins over node-initialize); ``testbed chaos not-ready`` sets it
+    "node/chaos/node-not-ready.yaml",
 ]
 
 # CRDs with their real schemas: (asset module key, path inside the module).

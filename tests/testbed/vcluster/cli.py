@@ -7,6 +7,8 @@
   testbed env [--name NAME]          # shell exports (KUBECONFIG=...)
   testbed build                      # build/cache the binaries (tests/testbed/build.sh)
   testbed logs COMPONENT [--name NAME]
+  testbed chaos ACTION TARGET        # faults: freeze/thaw/kill/start COMPONENT, delete-node/add-node/
+                                     # not-ready/ready NODE (vcluster/chaos.py)
 
 See docs/testbed.md. Everything listens on 127.0.0.1; every process is started by this
 CLI, recorded by PID in the state dir and stopped by that PID on `down`.
@@ -53,6 +55,12 @@ def parser() -> argparse.ArgumentParser:
     lg = sub.add_parser("logs", help="print the tail of a component log")
     lg.add_argument("component", choices=COMPONENTS)
     lg.add_argument("-n", "--lines", type=int, default=50)
+    ch = sub.add_parser("chaos", help="inject a fault: freeze/thaw/kill/start a component, "
+                        "delete-node/add-node/not-ready/ready a node (docs/testbed.md, Chaos)")
+    ch.add_argument("action", choices=["freeze", "thaw", "kill", "start",
+                                       "delete-node", "add-node", "not-ready", "ready"])
+    ch.add_argument("target", help="component (freeze/thaw/kill/start) or node name")
+    ch.add_argument("--group", help="add-node: the config's node group the new node belongs to")
     b = sub.add_parser("build", help="build the binaries into the cache (build.sh)")
     b.add_argument("--force", action="store_true")
     return ap
@@ -65,6 +73,9 @@ def command(name: str):
     if name == "up":
         from .up import cmd_up
         return cmd_up
+    if name == "chaos":
+        from .chaos import cmd_chaos
+        return cmd_chaos
     if name == "status":
         from .status import cmd_status
         return cmd_status

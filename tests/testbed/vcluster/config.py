@@ -54,19 +54,25 @@ def check_groups(path: str, groups: list) -> None:
 
 def desired_nodes(cfg: dict, k8s_version: str) -> dict:
     """{name: Node object} for every node of every node group (node_defaults under each group)."""
-    d = dict(NODE_DEFAULTS)
-    d.update(cfg.get("node_defaults") or {})
     nodes = {}
     for g in cfg["node_groups"]:
-        spec = dict(d)
-        spec.update({k: v for k, v in g.items() if k not in ("labels", "annotations", "taints")})
-        spec["labels"] = {**(d.get("labels") or {}), **(g.get("labels") or {})}
-        spec["annotations"] = {**(d.get("annotations") or {}), **(g.get("annotations") or {})}
-        spec["taints"] = list(g["taints"]) if "taints" in g else list(d.get("taints") or [])
+        spec = group_spec(cfg, g)
         for i in range(int(g.get("count", 0))):
             name = f"{g['name']}-{i}"
             nodes[name] = node_object(name, g["name"], spec, k8s_version)
     return nodes
+
+
+def group_spec(cfg: dict, g: dict) -> dict:
+    """The node spec of node group ``g``: node_defaults with the group's keys over them."""
+    d = dict(NODE_DEFAULTS)
+    d.update(cfg.get("node_defaults") or {})
+    spec = dict(d)
+    spec.update({k: v for k, v in g.items() if k not in ("labels", "annotations", "taints")})
+    spec["labels"] = {**(d.get("labels") or {}), **(g.get("labels") or {})}
+    spec["annotations"] = {**(d.get("annotations") or {}), **(g.get("annotations") or {})}
+    spec["taints"] = list(g["taints"]) if "taints" in g else list(d.get("taints") or [])
+    return spec
 
 
 def node_object(name: str, group: str, spec: dict, k8s_version: str) -> dict:

@@ -61,6 +61,12 @@ def _stat_fields(pid: int):
         return None
 
 
+def proc_state(pid: int) -> str:
+    """The state letter of /proc/PID/stat (R, S, T = stopped, Z, ...), "" when there is none."""
+    fields = _stat_fields(pid)
+    return fields[0] if fields else ""
+
+
 def proc_start_time(pid: int):
     fields = _stat_fields(pid)
     return fields[19] if fields else None
@@ -85,8 +91,11 @@ def start_process(st: State, comp: str, argv: list, env=None, cwd=None) -> None:
         out.flush()
         p = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                              env=e, cwd=cwd, start_new_session=True)
+    # argv, the extra env and cwd are recorded so that ``testbed chaos start`` can start the
+    # component again exactly as ``up`` did (vcluster/chaos.py)
     st.data.setdefault("procs", {})[comp] = {
         "pid": p.pid, "start_time": proc_start_time(p.pid), "argv": argv, "log": logf,
+        "env": dict(env or {}), "cwd": cwd,
     }
     with open(st.path(f"{comp}.pid"), "w") as f:
         f.write(f"{p.pid}\n")
@@ -98,6 +107,7 @@ def stop_process(st: State, comp: str, timeout: float = 15.0) -> None:
     if rec and alive(rec):
         pid = rec["pid"]
         try:
+            os.kill(pid, signal.SIGCONT)  # a process frozen by ``testbed chaos freeze`` cannot stop
             os.killpg(pid, signal.SIGTERM)  # the process group we created (start_new_session)
         except ProcessLookupError:
             pass

@@ -111,3 +111,66 @@ def test_a_connection_that_cannot_open_is_an_api_error(monkeypatch):
     conn = client.connect('m')
     with pytest.raises(ApiError, match='Could not connect to the Kubernetes API: no kubeconfig'):
         conn.core.list_node()
+
+
+def test_request_timeout_follows_api_timeout_within_bounds():
+    assert client.request_timeout() == (client.CONNECT_TIMEOUT, client.READ_TIMEOUT)
+    assert client.request_timeout(20) == (5.0, 5.0)
+    assert client.request_timeout(300) == (5.0, 30.0)  # one hung request costs seconds, not minutes
+    assert client.request_timeout(0) == (2.0, 2.0) and client.request_timeout(6) == (2.0, 2.0)
+
+
+def test_every_call_carries_the_timeout_unless_it_names_its_own():
+    core = Core()
+    conn = client.Connection(core=core, timeout=(1, 2))
+    conn.call(core.read_node, 'n1')
+    conn.request(core.read_node, 'n1', _request_timeout=(1, 99))
+    assert core.kwargs == [{'_preload_content': False, '_request_timeout': (1, 2)},
+                           {'_preload_content': False, '_request_timeout': (1, 99)}]
+
+
+class _Module(object):
+    params = {'api_timeout': 40}
+
+
+def test_a_module_connection_derives_its_timeout_from_api_timeout():
+    assert client.Connection(module=_Module()).timeout == (5.0, 10.0)
+    assert client.Connection(module=type('M', (), {'params': {}})()).timeout == (5.0, 30.0)
+
+
+def test_transport_words_drop_the_connection_object():
+    class Refused(OSError):
+        def __str__(self):
+            return '<urllib3.connection.HTTPSConnection object at 0x7f>: Failed to establish a new connection: ' \
+                   '[Errno 111] Connection refused'
+
+    class MaxRetries(Exception):
+        reason = Refused()
+    assert client.transport_words(MaxRetries('pool: max retries')) == \
+        'Failed to establish a new connection: [Errno 111] Connection refused'
+    assert client.transport_words(OSError()) == 'OSError'
+
+
+def test_a_hung_apiserver_costs_one_read_timeout(tmp_path):
+    """A real kubernetes client against a socket that accepts and never answers (a SIGSTOPped
+    apiserver): the request ends after the read timeout, and urllib3 does not retry it."""
+    import socket
+    import time
+    kubernetes = pytest.importorskip('kubernetes')
+    server = socket.socket()
+    server.bind(('127.0.0.1', 0))
+    server.listen(8)
+    try:
+        config = kubernetes.client.Configuration()
+        config.host = 'http://127.0.0.1:%d' % server.getsockname()[1]
+        api_client = kubernetes.client.ApiClient(config)
+        client.bound(api_client, (1, 0.5))
+        client.bound(api_client, (1, 0.5))  # bound twice (a cached client): still one wrapper
+        core = kubernetes.client.CoreV1Api(api_client)
+        started = time.monotonic()
+        with pytest.raises(client.TRANSPORT_ERRORS) as info:
+            core.read_node('n1', _preload_content=False)
+        assert 'Read timed out' in client.transport_words(info.value)
+        assert time.monotonic() - started < 1.4  # not 4 x 0.5 s (urllib3's default 3 retries)
+    finally:
+        server.close()

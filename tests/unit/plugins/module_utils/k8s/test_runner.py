@@ -107,6 +107,15 @@ def test_api_errors_fail_cleanly(opened):
                                       'changed': False})
 
 
+def test_an_api_that_does_not_answer_fails_in_one_line(opened):
+    import urllib3
+
+    def run(conn, params, check_mode):
+        raise urllib3.exceptions.ReadTimeoutError(None, '/api/v1/nodes', 'Read timed out. (read timeout=5.0)')
+    assert end(run).exit == ('fail', {'msg': 'Could not reach the Kubernetes API: None: Read timed out. '
+                                             '(read timeout=5.0)', 'changed': False})
+
+
 def test_other_errors_are_not_hidden(opened):
     def run(conn, params, check_mode):
         raise KeyError('bug')

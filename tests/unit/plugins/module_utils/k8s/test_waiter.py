@@ -36,6 +36,8 @@ def test_deadline():
     assert deadline.passed() and deadline.left() == 0.0
     clock.now = 7
     assert deadline.left() == 0.0
+    deadline.extend(3)  # e.g. an API outage: not the waited-for thing's time
+    assert not deadline.passed() and deadline.left() == 1.0
 
 
 def test_until_returns_the_first_result_and_pauses_in_between():

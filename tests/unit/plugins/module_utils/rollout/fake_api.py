@@ -63,6 +63,7 @@ class FakeApi(object):
         self.events = []
         self.evicted = []
         self.deleted = []
+        self.leases = {}
 
     def _fail(self, method):
         pending = self.failures.get(method)
@@ -110,6 +111,42 @@ class FakeApi(object):
     def create_namespaced_event(self, namespace, body, **kwargs):
         self.events.append((body['involvedObject']['name'], body['reason']))
         return Resp(body)
+
+    # the rollout lock's Lease (CustomObjectsApi), one object per (namespace, name)
+    def get_namespaced_custom_object(self, group, version, namespace, plural, name, **kwargs):
+        lease = self.leases.get((namespace, name))
+        if lease is None:
+            raise api_error(404, 'Not Found')
+        return Resp(lease)
+
+    def create_namespaced_custom_object(self, group, version, namespace, plural, body, **kwargs):
+        key = (namespace, body['metadata']['name'])
+        if key in self.leases:
+            raise api_error(409, 'Conflict')
+        self.leases[key] = dict(copy.deepcopy(body), metadata=dict(body['metadata'], resourceVersion='1'))
+        return Resp(self.leases[key])
+
+    def replace_namespaced_custom_object(self, group, version, namespace, plural, name, body, **kwargs):
+        current = self.leases.get((namespace, name))
+        if current is None:
+            raise api_error(404, 'Not Found')
+        version_given = (body.get('metadata') or {}).get('resourceVersion')
+        if version_given and version_given != current['metadata'].get('resourceVersion'):
+            raise api_error(409, 'Conflict')
+        stored = copy.deepcopy(body)
+        stored.setdefault('metadata', {})['resourceVersion'] = str(int(current['metadata']['resourceVersion']) + 1)
+        self.leases[(namespace, name)] = stored
+        return Resp(stored)
+
+    def delete_namespaced_custom_object(self, group, version, namespace, plural, name, body=None, **kwargs):
+        current = self.leases.get((namespace, name))
+        if current is None:
+            raise api_error(404, 'Not Found')
+        wanted = ((body or {}).get('preconditions') or {}).get('resourceVersion')
+        if wanted and wanted != current['metadata'].get('resourceVersion'):
+            raise api_error(409, 'Conflict')  # the apiserver's answer to a failed precondition
+        del self.leases[(namespace, name)]
+        return Resp({})
 
 
 class FakeKind(object):

@@ -136,8 +136,9 @@ def test_pool_size_overrides_percent_base():
 def test_budget_exhausted_by_outsiders():
     with pytest.raises(ValueError) as exc:
         plan_batches(['a', 'b'], 2, unavailable=['x', 'y'])
-    assert str(exc.value) == ('2 node(s) outside this rollout are already unavailable (x, y) and max_unavailable '
-                              'allows 2: no node can be taken down now; bring them back or raise max_unavailable')
+    assert str(exc.value) == ('2 node(s) this rollout does not change are already unavailable (x, y: cordoned, e.g. '
+                              'by an admin, or down) and max_unavailable allows 2: no node can be taken down now; '
+                              'uncordon them (kubectl uncordon) or raise max_unavailable')
 
 
 @pytest.mark.parametrize('kwargs,fragment', [

@@ -87,7 +87,7 @@ def opts(**kw):
 
 
 def rollout(api, **kw):
-    conn = Connection(core=api, policy=api)
+    conn = Connection(core=api, policy=api, custom=api)
     engine = NodeRollout(conn, FakeKind(), opts(**kw))
     nodes = dict((n['metadata']['name'], n) for n in engine.list_nodes())
     return conn, engine, nodes
@@ -174,5 +174,5 @@ def test_a_forbidden_write_fails_the_node():
     api = FakeApi([node('n1')])
     api.failures['patch_node'] = [api_error(403, 'Forbidden')]
     _conn, engine, nodes = rollout(api)
-    with pytest.raises(RolloutFailed, match='node n1: API error 403 Forbidden'):
+    with pytest.raises(RolloutFailed, match=r'node n1: patch node failed: HTTP 403 Forbidden \(during cordon\)'):
         engine.run({'n1': 'v2'}, nodes)

@@ -340,6 +340,9 @@ class FakeConn(object):
             raise FakeApiException(404)
         return _Resp({'data': self.config_map})
 
+    def get_namespaced_custom_object(self, *args, **kwargs):  # the rollout lock's Lease: there is none
+        raise FakeApiException(404)
+
     def __getattr__(self, name):
         raise AssertionError('unexpected API call %s' % name)
 
@@ -365,6 +368,7 @@ class TestRunValidation(object):
         res = run_check([{'nodes': ['t4-0'], 'profile': 'ts-4'}], FakeConn(NODES, policy(), render_profiles(PROFILES)))
         assert res['changed'] is True and res['batches'] == [['t4-0']]
         assert res['diff']['after']['t4-0'] == {LABEL: 'ts-4', 'allocatable': {'nvidia.com/gpu': 4}}
+        assert res['lock'] == {'state': 'free', 'lease': 'gpu-operator/gpuops-gpu-rollout'}  # read, not taken
 
     @pytest.mark.parametrize('assignments,conn_args,extra,fragment', [
         ([{'nodes': ['t4-0'], 'profile': 'ts-4'}], (policy(),), {}, 'not found'),
