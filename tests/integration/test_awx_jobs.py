@@ -59,7 +59,8 @@ def test_mig_job_with_a_rollout_only_token(tmp_path, testbed, core, custom, clus
     wait_until('GFD labels on the H100 nodes', lambda: all(
         (core.read_node(n).metadata.labels or {}).get('nvidia.com/gpu.product') for n in H100), 180)
     template = job_template('playbooks/mig.yml')
-    survey = {'mig_operator_namespace': operator_ns, 'mig_strategy': 'mixed', 'mig_max_unavailable': 2}
+    # a text answer, as AWX sends it (a count or a percentage)
+    survey = {'mig_operator_namespace': operator_ns, 'mig_strategy': 'mixed', 'mig_max_unavailable': '2'}
     geometry = [{'devices': 'all', 'mig-enabled': True, 'mig-devices': {'3g.40gb': 2}}]
     launch = {'mig_custom_configs': {'h100-3g-2x': geometry},
               'mig_assignments': [{'nodes': H100, 'config': 'h100-3g-2x'}],
