@@ -117,9 +117,11 @@ def run_pytest(path, extra=None):
 # ---------------------------------------------------------------------------------------- stages
 
 def stage_lint():
-    """ansible-lint (production profile) and antsibull-docs' lint of every plugin's and role's docs."""
+    """ansible-lint (production profile), antsibull-docs' lint of every plugin's and role's docs, and
+    antsibull-changelog's lint of changelogs/ (the fragments and changelog.yaml)."""
     results = [run(['ansible-lint', '--offline', '--profile', 'production', '--strict'], cwd=COLL)[0],
-               run(['antsibull-docs', 'lint-collection-docs', '--plugin-docs', '.'], cwd=COLL)[0]]
+               run(['antsibull-docs', 'lint-collection-docs', '--plugin-docs', '.'], cwd=COLL)[0],
+               run(['antsibull-changelog', 'lint'], cwd=COLL)[0]]
     return sum(1 for rc in results if rc == 0), sum(1 for rc in results if rc != 0)
 
 
@@ -190,9 +192,50 @@ def stage_unit():
     return run_pytest('tests/unit')
 
 
+# The collection tarball: what only the virtual GPU cluster and the development tooling use stays out
+# (galaxy.yml build_ignore), the user docs go in. Checked on the built tarball by stage_package and
+# tests/unit/extensions/test_package_contents.py.
+TARBALL_EXCLUDED = ('tests/testbed/', 'tests/integration/', 'tests/unit/', 'tests/runner.py',
+                    'tests/requirements-dev.txt', 'bench/', 'extensions/', 'Makefile', 'docs/testbed.md',
+                    'docs/performance.md', 'playbooks/vars/')
+TARBALL_REQUIRED = ('README.md', 'LICENSE', 'requirements.txt', 'bindep.txt', 'execution-environment.yml',
+                    'meta/runtime.yml', 'changelogs/changelog.yaml', 'docs/quickstart-openshift.md',
+                    'docs/user-guide.md', 'docs/awx.md', 'docs/rbac.md', 'docs/install.md')
+
+
+def tarball_contents_errors(names, root=REPO):
+    """What is wrong with the file names of a collection tarball built from ``root``: a file only the
+    virtual GPU cluster uses is in it, or a user doc (TARBALL_REQUIRED, every other docs/*.md, every
+    playbook, CHANGELOG.rst once released) is missing. An empty list when it is right."""
+    names = {n[2:] if n.startswith('./') else n for n in names}
+    errors = ['%s is only for the virtual GPU cluster or development: add it to build_ignore in galaxy.yml' % n
+              for n in sorted(names) if n.startswith(TARBALL_EXCLUDED) or n + '/' in TARBALL_EXCLUDED]
+    wanted = set(TARBALL_REQUIRED)
+    for sub, ext in (('docs', '.md'), ('playbooks', '.yml')):
+        wanted.update('%s/%s' % (sub, f) for f in os.listdir(os.path.join(root, sub)) if f.endswith(ext))
+    if os.path.exists(os.path.join(root, 'CHANGELOG.rst')):
+        wanted.add('CHANGELOG.rst')
+    errors += ['%s is missing from the tarball (users need it): check build_ignore in galaxy.yml' % n
+               for n in sorted(wanted) if n not in names and not n.startswith(TARBALL_EXCLUDED)]
+    return errors
+
+
+def check_tarball(path):
+    """stage_package's contents check: log every problem, True when there is none."""
+    import tarfile
+    with tarfile.open(path) as tar:
+        errors = tarball_contents_errors(tar.getnames(), root=COLL)
+    for error in errors:
+        log(error)
+    if not errors:
+        log('tarball contents: no testbed-only files, every user doc and playbook present')
+    return not errors
+
+
 def stage_package():
-    """`ansible-galaxy collection build` → install into an empty collections path → every plugin
-    that exists is listed by ansible-doc from the installed copy."""
+    """`ansible-galaxy collection build` → the tarball has no testbed-only files and has the user docs →
+    install into an empty collections path → every plugin that exists is listed by ansible-doc from the
+    installed copy."""
     passed = failed = 0
     with tempfile.TemporaryDirectory() as tmp:
         rc, _ = run(['ansible-galaxy', 'collection', 'build', '--output-path', tmp, '--force'], cwd=COLL)
@@ -200,6 +243,10 @@ def stage_package():
         if rc != 0 or not tarballs:
             return 0, 1
         passed += 1
+        if check_tarball(os.path.join(tmp, tarballs[0])):
+            passed += 1
+        else:
+            failed += 1
         inst = os.path.join(tmp, 'installed')
         rc, _ = run(['ansible-galaxy', 'collection', 'install', '--no-deps', '--force', '-p', inst,
                      os.path.join(tmp, tarballs[0])], extra_env={'ANSIBLE_COLLECTIONS_PATH': inst})
@@ -226,7 +273,26 @@ def stage_package():
     return passed, failed
 
 
+def ensure_chromium():
+    """tests/integration/test_fleet_report.py opens the HTML report in headless Chromium from the OS
+    packages: install it when it is missing and this run can (root, apt-get). Otherwise that test
+    fails and says how to install it."""
+    if shutil.which('chromium') or shutil.which('chromium-browser'):
+        return
+    if os.geteuid() != 0 or not shutil.which('apt-get'):
+        log('chromium is missing and this run cannot install it (needs root and apt-get): '
+            'test_fleet_report.py will fail')
+        return
+    apt_env = dict(os.environ, DEBIAN_FRONTEND='noninteractive')
+    for cmd in (['apt-get', 'update'], ['apt-get', 'install', '-y', '--no-install-recommends', 'chromium']):
+        log('$ ' + ' '.join(cmd))
+        if subprocess.run(cmd, env=apt_env).returncode != 0:
+            log('installing chromium failed: test_fleet_report.py will fail')
+            return
+
+
 def stage_integration():
+    ensure_chromium()
     # the virtual GPU cluster's binaries and helm (Helm install paths), both cached by version
     for script in (os.path.join(REPO, 'tests', 'testbed', 'build.sh'),
                    os.path.join(REPO, 'tests', 'testbed', 'hack', 'install-helm.sh')):

@@ -90,4 +90,20 @@ options:
   lock_namespace:
     description: Namespace of the rollout lock's lease, if not O(operator_namespace).
     type: str
+  progress_file:
+    description:
+      - A file the module rewrites while it runs, with the batch it is in, each node's phase and the rollout's
+        messages (JSON). The module's action plugin sets it and prints the progress from it; there is no need to
+        set it yourself.
+    type: path
+  progress_timeout:
+    description:
+      - With O(progress_file), the action plugin touches a file next to it each time it reads the progress (every
+        few seconds). When that has not happened for this many seconds (the playbook was killed, the controller
+        was lost), the module stops the rollout the way an interrupted run stops - the rollout lock is released,
+        the nodes keep their C(gpuops.gpu/) annotations and the next run resumes them - rather than going on with
+        nobody watching.
+      - Set it to V(0) to let the rollout finish on its own.
+    type: int
+    default: 60
 '''

@@ -2,9 +2,10 @@
 # Copyright: (c) 2026, gpuops.gpu contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""GPU fleet filters: thin wrapper over module_utils.gpu.fleet.
+"""GPU fleet filters: thin wrappers over module_utils.gpu.fleet (the text table) and
+module_utils.gpu.fleet_report (the HTML, CSV and JSON report).
 
-Documentation is in the sidecar file gpu_fleet_table.yml.
+Documentation is in the sidecar files gpu_fleet_table.yml and gpu_fleet_report.yml.
 """
 
 from __future__ import (absolute_import, division, print_function)
@@ -13,6 +14,7 @@ __metaclass__ = type
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.gpuops.gpu.plugins.module_utils.gpu import fleet as fleet_table
+from ansible_collections.gpuops.gpu.plugins.module_utils.gpu import fleet_report
 
 
 def gpu_fleet_table(nodes, summary=None):
@@ -23,10 +25,19 @@ def gpu_fleet_table(nodes, summary=None):
         raise AnsibleFilterError('gpu_fleet_table: %s' % exc)
 
 
+def gpu_fleet_report(fleet, before=None, rollout=None, title='GPU fleet', generated=None):
+    """The fleet report's files: {'html', 'csv', 'json'} (strings)."""
+    try:
+        return fleet_report.render(fleet, before=before, rollout=rollout, title=title, generated=generated)
+    except ValueError as exc:
+        raise AnsibleFilterError('gpu_fleet_report: %s' % exc)
+
+
 class FilterModule(object):
     """gpuops.gpu fleet filters."""
 
     def filters(self):
         return {
             'gpu_fleet_table': gpu_fleet_table,
+            'gpu_fleet_report': gpu_fleet_report,
         }

@@ -5,7 +5,8 @@
 """MIG filters: thin wrappers over module_utils.gpu.catalog / mig_geometry.
 
 Documentation lives in the sidecar files mig_geometry_errors.yml,
-mig_capacity.yml, mig_profiles.yml and mig_parted_errors.yml.
+mig_capacity.yml, mig_profiles.yml, mig_parted_errors.yml, mig_plan.yml and
+mig_pending_demand.yml.
 """
 
 from __future__ import (absolute_import, division, print_function)
@@ -20,6 +21,8 @@ from ansible_collections.gpuops.gpu.plugins.module_utils.gpu.geometry import (
 )
 from ansible_collections.gpuops.gpu.plugins.module_utils.gpu.mig_parted import mig_parted_errors as _mig_parted_errors
 from ansible_collections.gpuops.gpu.plugins.module_utils.gpu.products import MigCatalogError, require_product
+from ansible_collections.gpuops.gpu.plugins.module_utils.plans.mig_demand import (
+    pending_demand, plan_mig_demand, plan_table)
 
 
 def mig_geometry_errors(geometry, product, overrides=None):
@@ -48,6 +51,25 @@ def mig_parted_errors(document, products_by_config=None, overrides=None):
     return _mig_parted_errors(document, products_by_config, overrides)
 
 
+def mig_plan(nodes, document, demand, strategy='mixed', policy=None, overrides=None):
+    """Per-node mig-parted configs that meet a demand with the fewest node changes (see mig_plan.yml)."""
+    if isinstance(nodes, dict) and 'nodes' in nodes:
+        nodes = nodes['nodes']
+    plan = plan_mig_demand(nodes, document, demand, strategy, policy, overrides)
+    plan['table'] = plan_table(plan)
+    return plan
+
+
+def mig_pending_demand(pods, nodes, declared=None):
+    """The demand that lets the Pending GPU pods run (see mig_pending_demand.yml)."""
+    if isinstance(nodes, dict) and 'nodes' in nodes:
+        nodes = nodes['nodes']
+    if not isinstance(pods, list) or not isinstance(nodes, list):
+        raise AnsibleFilterError('mig_pending_demand: pods and nodes must be lists (k8s_info resources, '
+                                 'gpu_nodes_info nodes)')
+    return pending_demand(pods, nodes, declared)
+
+
 class FilterModule(object):
     """gpuops.gpu MIG filters."""
 
@@ -57,4 +79,6 @@ class FilterModule(object):
             'mig_capacity': mig_capacity,
             'mig_profiles': mig_profiles,
             'mig_parted_errors': mig_parted_errors,
+            'mig_plan': mig_plan,
+            'mig_pending_demand': mig_pending_demand,
         }

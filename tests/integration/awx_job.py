@@ -109,7 +109,7 @@ def _credential_env(pdd, credential):
 
 
 def run_job(workdir, template, credential, survey=None, launch_vars=None, job_type='run', diff=False,
-            timeout=900, ident='job', project_files=None, home=None):
+            timeout=900, ident='job', project_files=None, home=None, path=None, inventory_files=None):
     """Run ``template`` (from job_template()) in a fresh private data directory under ``workdir``.
 
     ``survey``: answers by variable (unanswered questions get their default, as AWX does);
@@ -117,6 +117,10 @@ def run_job(workdir, template, credential, survey=None, launch_vars=None, job_ty
     ``credential``: bearer_token_credential() or kubeconfig_credential();
     ``project_files``: more files of the project checkout (path relative to project/ -> text);
     ``home``: the job's HOME (where ~/.kube/config, the kubernetes client's last fallback, is read).
+    ``inventory_files``: more inventory sources next to localhost (file name under inventory/ -> text), e.g.
+    an inventory plugin's configuration (an AWX inventory source).
+    ``path``: the job's whole PATH (e.g. ee_tools.ee_tool_dir(): the execution environment's programs only);
+    default: the test's PATH after the virtualenv's bin.
     """
     pdd = os.path.join(str(workdir), ident)
     shutil.rmtree(pdd, ignore_errors=True)
@@ -130,6 +134,9 @@ def run_job(workdir, template, credential, survey=None, launch_vars=None, job_ty
     host_vars = {'ansible_connection': 'local', 'ansible_python_interpreter': sys.executable}
     with open(os.path.join(pdd, 'inventory', 'hosts.json'), 'w') as handle:
         json.dump({'all': {'hosts': {'localhost': host_vars}}}, handle)
+    for name, text in (inventory_files or {}).items():
+        with open(os.path.join(pdd, 'inventory', name), 'w') as handle:
+            handle.write(text)
 
     extravars = dict(template.get('extra_vars') or {})
     if launch_vars:
@@ -172,7 +179,7 @@ def run_job(workdir, template, credential, survey=None, launch_vars=None, job_ty
     assert os.path.exists(runner), 'ansible-runner is not installed next to %s (tests/requirements-dev.txt)' % sys.executable
     # nothing of the test's own cluster access leaks into the job: only the credential above
     env = dict((k, v) for k, v in os.environ.items() if not k.startswith('K8S_AUTH_') and k != 'KUBECONFIG')
-    env['PATH'] = os.path.dirname(sys.executable) + os.pathsep + env.get('PATH', '')
+    env['PATH'] = path or os.path.dirname(sys.executable) + os.pathsep + env.get('PATH', '')
     if home:
         env['HOME'] = home
     proc = subprocess.run([runner, 'run', pdd, '-p', template['playbook'], '--ident', ident], env=env,

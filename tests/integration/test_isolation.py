@@ -28,7 +28,7 @@ from awx_job import kubeconfig_credential, run_job
 from cluster_policy_example import gpu_operator_csv_path, gpu_operator_module_dir
 from conftest import REPO, create_namespace, virtual_gpu_cluster, wait_until
 from policy_helpers import CP, INSTALL_VARS
-from test_hami import STANDIN_CHART as HAMI_STANDIN_CHART
+from hami_helpers import STANDIN_CHART as HAMI_STANDIN_CHART
 
 OP_NS = 'gpu-operator'
 PLAYBOOKS = ('site.yml', 'quotas.yml', 'rbac.yml', 'report.yml', 'hami.yml', 'reset.yml')  # site.yml runs validate.yml

@@ -6,7 +6,7 @@ import pytest
 import yaml
 
 from ansible_run import changed_tasks, facts_diff, node_facts, run_role
-from conftest import wait_until
+from conftest import gpu_pod, wait_until
 from policy_helpers import CP, ensure_cluster_policy
 
 NS = 'gpu-operator'
@@ -101,3 +101,79 @@ def test_bad_input_fails_before_writing(testbed, core, custom, override, fragmen
     after = snapshot(core, custom)
     assert facts_diff(before[0], after[0]) == []
     assert after[1:] == before[1:]
+
+
+# ---------------------------------------------------------------------------
+# MIG from demand (mig_demand): plan, show, fail before writing when unmeetable, roll out
+# ---------------------------------------------------------------------------
+
+DEMAND_VARS = {
+    'mig_operator_namespace': NS,
+    'mig_strategy': 'mixed',
+    'mig_poll_interval': 0.3,
+    'mig_verify_timeout': 60,
+    'mig_state_timeout': 60,
+}
+PLAN_TASK = 'demand | Show the plan (node, from -> to, capacity delta, pods affected)'
+
+
+def pending_pod(name, limits):
+    """A pod the scheduler places (no nodeName), asking for ``limits``."""
+    return {'apiVersion': 'v1', 'kind': 'Pod', 'metadata': {'name': name},
+            'spec': {'terminationGracePeriodSeconds': 0,
+                     'tolerations': [{'key': 'nvidia.com/gpu', 'operator': 'Exists', 'effect': 'NoSchedule'}],
+                     'containers': [{'name': 'cuda', 'image': 'nvcr.io/nvidia/cuda:12.4.0-base-ubi9',
+                                     'resources': {'limits': limits}}]}}
+
+
+def unschedulable(core, namespace, name):
+    conditions = core.read_namespaced_pod(name, namespace).status.conditions or []
+    return any(c.type == 'PodScheduled' and c.reason == 'Unschedulable' for c in conditions)
+
+
+def test_demand_unmeetable_fails_before_writing(testbed, core, custom):
+    before = snapshot(core, custom)
+    demand = '{"nvidia.com/mig-3g.40gb": 500}'        # JSON text, as an AWX survey answers
+    rc, _results, raw = run_role(testbed.kubeconfig, 'mig', dict(DEMAND_VARS, mig_demand=demand))
+    assert rc != 0
+    assert 'the demand cannot be met by this pool; nothing was changed' in raw, raw[-3000:]
+    assert 'nvidia.com/mig-3g.40gb: ' in raw and 'short (demand 500, the best plan gives 32)' in raw, raw[-3000:]
+    after = snapshot(core, custom)
+    assert facts_diff(before[0], after[0]) == []
+    assert after[1:] == before[1:]
+
+
+def test_pending_pods_run_after_one_demand_run(testbed, core, custom, namespace):
+    core.create_namespaced_pod(namespace, gpu_pod('busy', 'a100-0'))     # a running GPU pod on a node that stays
+    wait_until('the running GPU pod', lambda: core.read_namespaced_pod('busy', namespace).status.phase == 'Running', 60)
+    busy_uid = core.read_namespaced_pod('busy', namespace).metadata.uid
+    names = ['infer-%d' % i for i in range(3)]
+    for name in names:
+        core.create_namespaced_pod(namespace, pending_pod(name, {'nvidia.com/mig-3g.40gb': '1'}))
+    wait_until('the MIG pods to be pending', lambda: all(unschedulable(core, namespace, n) for n in names), 60)
+    variables = dict(DEMAND_VARS, mig_demand_from_pending=True)        # the demand: running + Pending pods
+
+    before = snapshot(core, custom)
+    rc, results, raw = run_role(testbed.kubeconfig, 'mig', variables, check=True)
+    assert rc == 0, raw[-3000:]
+    assert any('-> all-3g.40gb' in line for line in results[PLAN_TASK]['msg']), results[PLAN_TASK]['msg']
+    shown = results['demand | Show the demand']['msg']
+    assert shown['pending pods'] == ['%s/%s' % (namespace, n) for n in names], shown
+    assert shown['demand']['nvidia.com/mig-3g.40gb'] == 3 and shown['demand']['nvidia.com/gpu'] >= 1, shown
+    assert facts_diff(before[0], snapshot(core, custom)[0]) == [], 'check mode wrote to the nodes'
+
+    rc, results, raw = run_role(testbed.kubeconfig, 'mig', variables)
+    assert rc == 0, raw[-3000:]
+
+    def all_running():
+        return all(core.read_namespaced_pod(n, namespace).status.phase == 'Running' for n in names)
+    wait_until('the MIG pods to run', all_running, 120, 1)
+    configs = dict((n, core.read_node(n).metadata.labels.get('nvidia.com/mig.config'))
+                   for n in ('a100-0', 'a100-1', 'h100-0', 'h100-1'))
+    assert list(configs.values()).count('all-3g.40gb') == 1, configs    # the fewest changes: one H100 node
+    assert core.read_namespaced_pod('busy', namespace).metadata.uid == busy_uid, 'a pod on an untouched node moved'
+
+    rc, again, raw = run_role(testbed.kubeconfig, 'mig', variables)
+    assert rc == 0, raw[-3000:]
+    assert changed_tasks(again) == [], changed_tasks(again)
+    assert any('no node changes' in line for line in again[PLAN_TASK]['msg']), again[PLAN_TASK]['msg']

@@ -1,6 +1,7 @@
 """gpuops.gpu.mig_rollout on the virtual GPU cluster: the real apiserver, scheduler and controllers,
 KWOK nodes and the simulated MIG manager / device plugin (tests/testbed/gpusim)."""
 
+import json
 import os
 import signal
 import subprocess
@@ -213,23 +214,55 @@ def test_stuck_pending_is_detected(testbed, core):
     assert_clean(core, ['h100-0'])
 
 
-def test_sigkill_mid_batch_then_rerun_converges(testbed, core):
-    play = [{'name': 'kill-me', 'hosts': 'localhost', 'gather_facts': False, 'tasks': [
-        {'name': 'rollout', 'gpuops.gpu.mig_rollout': {
-            'assignments': [{'nodes': MIG_NODES, 'config': 'all-disabled'}], 'operator_namespace': 'gpu-operator',
-            'max_unavailable': 2, 'poll_interval': 0.3, 'lock_duration': 10}}]}]
-    with tempfile.NamedTemporaryFile('w', suffix='.yml', delete=False) as f:
-        yaml.safe_dump(play, f)
-    env = dict(os.environ, K8S_AUTH_KUBECONFIG=testbed.kubeconfig, ANSIBLE_PYTHON_INTERPRETER=sys.executable)
-    proc = subprocess.Popen([os.path.join(os.path.dirname(sys.executable), 'ansible-playbook'), f.name], env=env,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+def progress_data(async_dir):
+    """The progress file a background rollout module writes in ``async_dir`` (None until there is one)."""
+    for name in os.listdir(async_dir):
+        if name.startswith('gpuops-progress-') and name.endswith('.json'):
+            with open(os.path.join(async_dir, name)) as handle:
+                return json.load(handle)
+    return None
+
+
+def module_pid(async_dir):
+    """The pid of the rollout module a background ansible-playbook started (its progress file names it)."""
+    return wait_until('the module\'s progress file in %s' % async_dir,
+                      lambda: (progress_data(async_dir) or {}).get('pid'), 60, 0.1)
+
+
+def kill_playbook(path):
+    """SIGKILL every process of the ansible-playbook running the play file ``path``: the main process and its
+    workers (Ansible starts each worker in a session of its own, so killing the main process group leaves them)."""
+    for pid in os.listdir('/proc'):
+        try:
+            with open('/proc/%s/cmdline' % pid, 'rb') as handle:
+                if path.encode() in handle.read():
+                    os.kill(int(pid), signal.SIGKILL)
+        except (OSError, ValueError):
+            continue
+
+
+def alive(pid):
     try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+def test_sigkill_mid_batch_then_rerun_converges(testbed, core, tmp_path):
+    """The controller and the module killed at once (the machine lost): the next run takes the stale lock
+    over and finishes the killed run's nodes."""
+    proc, path = start_rollout_process(testbed.kubeconfig, [{'nodes': MIG_NODES, 'config': 'all-disabled'}],
+                                       async_dir=str(tmp_path), max_unavailable=2, lock_duration=10)
+    try:
+        pid = module_pid(str(tmp_path))
         wait_until('first cordon', lambda: any(core.read_node(n).spec.unschedulable for n in MIG_NODES), 60, 0.1)
         time.sleep(0.5)
     finally:
-        os.killpg(proc.pid, signal.SIGKILL)
+        kill_playbook(path)
         proc.wait()
-        os.unlink(f.name)
+        os.unlink(path)
+    os.kill(pid, signal.SIGKILL)
     assert any(core.read_node(n).spec.unschedulable for n in MIG_NODES)  # killed mid-batch
     # the killed run's Lease is still live: a re-run that does not wait is refused, naming it
     res = rollout(testbed.kubeconfig, assignments=[{'nodes': MIG_NODES, 'config': 'all-disabled'}], max_unavailable=2)
@@ -244,8 +277,9 @@ def test_sigkill_mid_batch_then_rerun_converges(testbed, core):
         assert labels(core, name)['nvidia.com/mig.config.state'] == 'success'
 
 
-def start_rollout_process(kubeconfig, assignments, **extra):
-    """ansible-playbook running mig_rollout in the background (own process group)."""
+def start_rollout_process(kubeconfig, assignments, async_dir=None, **extra):
+    """ansible-playbook running mig_rollout in the background (own process group; ``async_dir``: where its
+    action plugin keeps the module's job and progress files)."""
     args = dict({'assignments': assignments, 'operator_namespace': 'gpu-operator', 'poll_interval': 0.3,
                  'state_timeout': 120, 'verify_timeout': 60}, **extra)
     play = [{'name': 'bg', 'hosts': 'localhost', 'gather_facts': False,
@@ -254,6 +288,8 @@ def start_rollout_process(kubeconfig, assignments, **extra):
     with handle:
         yaml.safe_dump(play, handle)
     env = dict(os.environ, K8S_AUTH_KUBECONFIG=kubeconfig, ANSIBLE_PYTHON_INTERPRETER=sys.executable)
+    if async_dir:
+        env['ANSIBLE_ASYNC_DIR'] = async_dir
     proc = subprocess.Popen([os.path.join(os.path.dirname(sys.executable), 'ansible-playbook'), handle.name],
                             env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                             start_new_session=True)
@@ -321,3 +357,60 @@ def test_deployment_with_pdb_never_drops_below_min_available(testbed, core, apps
     assert proc.returncode == 0, out[-3000:]
     assert lowest >= 2, 'the Deployment dropped to %d ready pods (PDB minAvailable 2)' % lowest
     assert_clean(core, MIG_NODES)
+
+
+def test_a_rollout_whose_controller_was_lost_stops_itself(testbed, core, tmp_path):
+    """ansible-playbook killed with all its processes (SIGKILL), the module left running in the background: it
+    sees nobody read its progress for progress_timeout seconds and stops as an interrupted run does - the lock
+    released (not left to go stale), the nodes it had not finished kept for the next run, which resumes them."""
+    proc, path = start_rollout_process(testbed.kubeconfig, TRAINING, async_dir=str(tmp_path), max_unavailable=1,
+                                       progress_timeout=10)
+    try:
+        pid = module_pid(str(tmp_path))
+        wait_until('first cordon', lambda: any(core.read_node(n).spec.unschedulable for n in MIG_NODES), 60, 0.1)
+    finally:
+        kill_playbook(path)
+        proc.wait()
+        os.unlink(path)
+    res = rollout(testbed.kubeconfig, assignments=TRAINING, max_unavailable=1)
+    assert res.get('failed') is True and 'holds the rollout lock' in res['msg'], 'the module did not go on: %s' % res
+    wait_until('the module stopping itself', lambda: not alive(pid), 60, 0.2)
+    said = [text for _seq, text in progress_data(str(tmp_path))['messages']]
+    assert any('has not read the progress for' in text for text in said), said
+    left = [n for n in MIG_NODES if labels(core, n).get('nvidia.com/mig.config.state') != 'success'
+            or core.read_node(n).spec.unschedulable]
+    assert left, 'the rollout ran to its end instead of stopping: %s' % said
+    assert_released(core)
+    res = rollout(testbed.kubeconfig, assignments=[{'nodes': MIG_NODES, 'config': 'all-disabled'}], max_unavailable=2)
+    assert res.get('failed') is not True, res.get('msg')
+    assert_clean(core, MIG_NODES)
+
+
+def test_a_rollout_whose_playbook_was_killed_is_stopped_by_its_worker(testbed, core, tmp_path):
+    """Only the main ansible-playbook process group killed (what a cancelled job or kill -9 of the playbook does):
+    the worker running the task sees its playbook gone and stops the module at once (not after progress_timeout),
+    the lock released."""
+    proc, path = start_rollout_process(testbed.kubeconfig, TRAINING, async_dir=str(tmp_path), max_unavailable=1)
+    try:
+        pid = module_pid(str(tmp_path))
+        wait_until('first cordon', lambda: any(core.read_node(n).spec.unschedulable for n in MIG_NODES), 60, 0.1)
+    finally:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+        os.unlink(path)
+    killed = time.monotonic()
+    wait_until('the worker stopping the module', lambda: not alive(pid), 60, 0.2)
+    assert time.monotonic() - killed < 45, 'stopped only by the dead man\'s switch (progress_timeout is 60)'
+    assert [n for n in MIG_NODES if labels(core, n).get('nvidia.com/mig.config.state') != 'success'
+            or core.read_node(n).spec.unschedulable], 'the rollout ran to its end instead of stopping'
+    assert_released(core)
+    res = rollout(testbed.kubeconfig, assignments=TRAINING, max_unavailable=2)
+    assert res.get('failed') is not True, res.get('msg')
+    assert_clean(core, MIG_NODES)
+
+
+def assert_released(core):
+    coordination = client.CoordinationV1Api(core.api_client)
+    with pytest.raises(client.exceptions.ApiException) as gone:
+        coordination.read_namespaced_lease('gpuops-gpu-rollout', 'gpu-operator')
+    assert gone.value.status == 404, 'the stopped run left its lease behind'

@@ -100,3 +100,5 @@ CLUSTER_POLICY_API_VERSION = CLUSTER_POLICY_GROUP + '/' + CLUSTER_POLICY_VERSION
 CLUSTER_POLICY_CRD = CLUSTER_POLICY_PLURAL + '.' + CLUSTER_POLICY_GROUP
 # (group, version, plural): the first arguments of the CustomObjectsApi cluster calls
 CLUSTER_POLICY = (CLUSTER_POLICY_GROUP, CLUSTER_POLICY_VERSION, CLUSTER_POLICY_PLURAL)
+# NVIDIADriver (per-pool driver settings, gpu-operator api/nvidia/v1alpha1): (group, version, plural)
+NVIDIA_DRIVER = (CLUSTER_POLICY_GROUP, 'v1alpha1', 'nvidiadrivers')

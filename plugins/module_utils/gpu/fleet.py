@@ -3,7 +3,8 @@
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Fixed-width text table of a GPU fleet (the ``nodes``/``summary`` of gpu_nodes_info). Pure.
 
-Used by the ``gpuops.gpu.gpu_fleet_table`` filter, ``playbooks/report.yml`` and ``make demo``.
+Used by the ``gpuops.gpu.gpu_fleet_table`` filter, ``playbooks/report.yml``, ``make demo`` and the
+HTML/CSV/JSON fleet report (``fleet_report.py``).
 """
 
 from __future__ import (absolute_import, division, print_function)
@@ -24,7 +25,8 @@ def _text(value):
     return str(value)
 
 
-def _resource_order(name):
+def resource_order(name):
+    """Sort key of a GPU resource name: full GPUs, other ``gpu*`` resources, then MIG resources by name."""
     short = short_resource(name)
     return (0 if short == 'gpu' else 1 if short.startswith('gpu') else 2, short)
 
@@ -42,7 +44,7 @@ def compact_resources(resources):
     if not resources:
         return NONE
     return ' '.join('%s:%s' % (short_resource(name), resources[name])
-                    for name in sorted(resources, key=_resource_order))
+                    for name in sorted(resources, key=resource_order))
 
 
 def resources_cell(resources):
@@ -86,6 +88,14 @@ COLUMNS = (
     ('READY', lambda n: 'no' if n.get('ready') is False else 'yes', False),
     ('CORDONED', lambda n: 'yes' if n.get('unschedulable') else 'no', False),
 )
+
+
+HEADERS = tuple(c[0] for c in COLUMNS)
+
+
+def table_rows(nodes):
+    """The cells of the table, one list of strings per node (CSV and HTML reports use them too)."""
+    return [[c[1](node) for c in COLUMNS] for node in nodes]
 
 
 def _counts(mapping):
@@ -135,8 +145,8 @@ def normalise_input(data, summary=None):
 def render(nodes, summary=None):
     """The table as one string (lines separated by ``\\n``, no trailing spaces)."""
     nodes, summary = normalise_input(nodes, summary)
-    headers = [c[0] for c in COLUMNS]
-    rows = [[c[1](node) for c in COLUMNS] for node in nodes]
+    headers = HEADERS
+    rows = table_rows(nodes)
     widths = [max([len(h)] + [len(r[i]) for r in rows]) for i, h in enumerate(headers)]
 
     def line(cells):

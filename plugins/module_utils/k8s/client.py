@@ -34,9 +34,9 @@ except ImportError:  # pragma: no cover - reported by k8s.runner.gpu_module
     get_api_client = None
 
 try:
-    from kubernetes.client import ApiClient, BatchV1Api, CoreV1Api, CustomObjectsApi, PolicyV1Api
+    from kubernetes.client import ApiClient, BatchV1Api, Configuration, CoreV1Api, CustomObjectsApi, PolicyV1Api
 except ImportError:  # pragma: no cover - AnsibleK8SModule reports missing kubernetes
-    ApiClient = BatchV1Api = CoreV1Api = CustomObjectsApi = PolicyV1Api = None
+    ApiClient = BatchV1Api = Configuration = CoreV1Api = CustomObjectsApi = PolicyV1Api = None
 
 try:
     from urllib3.exceptions import HTTPError as _Urllib3Error, ReadTimeoutError
@@ -136,43 +136,54 @@ class Connection(object):
     """API objects over one kubernetes.core client (one connection pool) and one request counter.
 
     ``Connection(module=module)`` opens the client on first use of an API object (so a run that
-    needs no request, e.g. a check-mode plan, needs no reachable cluster); ``Connection(core=...,
+    needs no request, e.g. a check-mode plan, needs no reachable cluster); ``Connection(auth=...)``
+    does the same from kubernetes.core's connection options given as a dict (``kubeconfig``,
+    ``context``, ``host``, ``api_key``, ...; what it leaves out comes from the ``K8S_AUTH_*``
+    environment, as for a module): a plugin that is not a module; ``Connection(core=...,
     custom=..., ...)`` wraps given API objects (tests, or anything with the same methods).
     ``core`` is a CoreV1Api, ``custom`` CustomObjectsApi, ``policy`` PolicyV1Api, ``batch``
     BatchV1Api, ``dynamic`` kubernetes.core's dynamic client.
     """
 
-    def __init__(self, module=None, timeout=None, **apis):
+    def __init__(self, module=None, timeout=None, auth=None, **apis):
         unknown = set(apis) - set(APIS)
         if unknown:
             raise TypeError('unknown API objects: %s' % ', '.join(sorted(unknown)))
         self._module = module
+        self._auth = None if auth is None else dict((k, v) for k, v in auth.items() if v is not None)
         self._counter = _Counter()
         self.client = None
         self.timeout = timeout  # (connect, read) of every request; None: the client's (unbounded)
         if module is not None and timeout is None:
             self.timeout = request_timeout((getattr(module, 'params', None) or {}).get('api_timeout'))
-        if module is None:
+        if self._auth is not None and timeout is None:
+            self.timeout = request_timeout()
+        if module is None and auth is None:
             for name in APIS:
                 setattr(self, name, apis.get(name))
 
     def __getattr__(self, name):
         """The API objects of a connection not opened yet: open it now."""
-        if name in APIS and self.__dict__.get('_module') is not None:
+        if name in APIS and (self.__dict__.get('_module') is not None or self.__dict__.get('_auth') is not None):
             self.open()
             return self.__dict__[name]
         raise AttributeError(name)
 
     def open(self):
         """Connect now (a no-op when connected or wrapping given API objects). Raises ApiError."""
-        module = self.__dict__.get('_module')
-        if module is None:
+        module, auth = self.__dict__.get('_module'), self.__dict__.get('_auth')
+        if module is None and auth is None:
             return
+        if module is None and Configuration is not None:
+            # kubernetes.core starts from the client's process-wide default configuration, which the
+            # last kubeconfig loaded set: a second cluster in one process must not inherit the first's
+            # CA or client certificate
+            Configuration.set_default(None)
         try:
-            self.client = get_api_client(module=module)
+            self.client = get_api_client(module=module) if module is not None else get_api_client(**auth)
         except Exception as exc:  # kubernetes.core raises several types for bad auth/config
             raise ApiError('Could not connect to the Kubernetes API: %s' % exc)
-        self._module = None
+        self._module = self._auth = None
         bound(self.client.client.client, self.timeout)
         self._typed(self.client.client.client)
         self.dynamic = self.client.client

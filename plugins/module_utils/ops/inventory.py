@@ -117,6 +117,23 @@ def gather(conn, label_selector=None, names=None, include_pods=True, only_gpu_no
     }
 
 
+def gpu_node_records(conn, label_selector=None, include_pods=True, label_keys=(), page_size=PAGE_SIZE):
+    """The GPU nodes for an inventory source (the inventory plugin ``gpuops.gpu.gpu_nodes``): the
+    ``gpu_node.fleet_info`` dicts, each with ``labels``, the node's labels among ``label_keys``.
+    Read as ``gather`` reads (one node list, at most one pod list). Raises InventoryError."""
+    lister = Lister(conn, page_size=page_size)
+    nodes, _not_found, _not_gpu = gpu_node.select_nodes(list_nodes(conn.core, lister, label_selector=label_selector))
+    pods = None
+    if include_pods:
+        pods = list_pods(conn.core, lister, sorted(n['metadata']['name'] for n in nodes))
+    labels = dict((n['metadata']['name'], n['metadata'].get('labels') or {}) for n in nodes)
+    infos = gpu_node.fleet_info(nodes, pods)
+    for info in infos:
+        own = labels.get(info['name']) or {}
+        info['labels'] = dict((key, own[key]) for key in label_keys if key in own)
+    return infos
+
+
 def run(conn, params, check_mode=False):
     """``gpuops.gpu.gpu_nodes_info``: the gathered fleet (reads only, the same in check mode), with
     warnings for names not found and nodes left out."""

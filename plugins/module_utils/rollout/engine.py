@@ -45,6 +45,7 @@ from ansible_collections.gpuops.gpu.plugins.module_utils.rollout.batches import 
 from ansible_collections.gpuops.gpu.plugins.module_utils.rollout.faults import Outage, transient
 from ansible_collections.gpuops.gpu.plugins.module_utils.rollout.inputs import resolve_assignments
 from ansible_collections.gpuops.gpu.plugins.module_utils.rollout.lock import RolloutLock
+from ansible_collections.gpuops.gpu.plugins.module_utils.rollout.progress import Progress, utc_iso
 from ansible_collections.gpuops.gpu.plugins.module_utils.rollout.node import (
     ANN_CORDONED, ANN_PHASE, ANN_REASON, ANN_TARGET, FINAL, NodeSteps, annotations, held_elsewhere)
 from ansible_collections.gpuops.gpu.plugins.module_utils.rollout.watch import NodeWatch
@@ -80,11 +81,12 @@ class NodeRollout(object):
     reboot_timeout, verify_timeout, verify, retry_stuck, poll_interval, check_mode.
     """
 
-    def __init__(self, conn, kind, opts, log=None):
+    def __init__(self, conn, kind, opts, log=None, progress=None):
         self.conn = conn
         self.kind = kind
         self.opts = opts
-        self.log = log or (lambda msg: None)
+        self.progress = progress or Progress()  # rollout/progress.py: what the job output shows
+        self.log = self.progress.message if log is None else (lambda msg: (log(msg), self.progress.message(msg)))
         self.api = RolloutApi(conn)
         self.lock = None  # the rollout lock while run() holds it (rollout/lock.py)
         self.watch = None
@@ -134,8 +136,7 @@ class NodeRollout(object):
                 evict = dr.selected_pods(by_node.get(name, []), self.opts.get('pod_selector'))
                 entries.append({
                     'node': name,
-                    'from': gn.node_gpu_info(node).get('mig_config') if self.kind.name == 'mig'
-                    else (node['metadata'].get('labels') or {}).get(self.kind.label),
+                    'from': self.current(node),
                     'to': work[name],
                     'resume': ANN_TARGET in annotations(node),
                     'pods_to_evict': ['%s/%s' % (p['metadata']['namespace'], p['metadata']['name']) for p in evict],
@@ -146,6 +147,12 @@ class NodeRollout(object):
                     entries[-1].update(describe(node, work[name]))
             plan.append({'batch': index + 1, 'nodes': entries})
         return plan
+
+    def current(self, node):
+        """The node's value now, as the plan and the result show it (``from``)."""
+        if self.kind.name == 'mig':
+            return gn.node_gpu_info(node).get('mig_config')
+        return (node['metadata'].get('labels') or {}).get(self.kind.label)
 
     # ============================================================== one batch
     def run_batch(self, batch, work, nodes_by_name):
@@ -158,7 +165,8 @@ class NodeRollout(object):
         """
         waiter = Waiter(self.opts['poll_interval'], wake=self.wake)
         steps = NodeSteps(self.api, self.kind, self.opts, waiter, self.log)
-        states = dict((name, {'node': name, 'to': work[name], 'phase': 'cordon', 'started': time.monotonic(),
+        states = dict((name, {'node': name, 'from': self.current(nodes_by_name[name]), 'to': work[name],
+                              'phase': 'cordon', 'started': time.monotonic(), 'timeline': {'started': utc_iso()},
                               'evicted': [], 'cycled': False, 'changed': False, 'detail': ''}) for name in batch)
         if self.watch is not None:
             self.watch.follow(batch)
@@ -186,6 +194,7 @@ class NodeRollout(object):
                     self._handle(future.result(), states[name], started, outage, steps)
             if outage.passed():
                 self._stop_for_outage(outage, states, steps)
+            self.progress.nodes(states)
             todo = [st for st in states.values() if st['phase'] not in FINAL or st.get('recorded') is False]
             if not todo and not running:
                 return
@@ -334,6 +343,7 @@ class NodeRollout(object):
             if self.lock is not None:  # the lease lost (not renewed for lock_duration): stop before this batch
                 self.lock.ensure(dict(result, untouched=[n for b in batches[index:] for n in b]))
             self.log('batch %d/%d: %s' % (index + 1, len(batches), ', '.join(batch)))
+            self.progress.batch(index + 1, len(batches), batch)
             untouched = [n for b in batches[index + 1:] for n in b]
             try:
                 states = self.run_batch(batch, work, nodes_by_name)
@@ -342,6 +352,10 @@ class NodeRollout(object):
                 result.update(untouched=untouched, changed=any(s['changed'] for s in result['nodes']))
                 raise RolloutFailed(str(exc), result)
             result['nodes'].extend(states[n] for n in batch)
+            self.progress.nodes(states, force=True)
+            self.progress.finished(sum(1 for s in result['nodes'] if s['phase'] == 'done'))
+            self.log('batch %d/%d ended: %s' % (index + 1, len(batches), ', '.join(
+                '%s %s' % (s['node'], s['phase']) for s in (states[n] for n in batch))))
             failed = [s for s in states.values() if s['phase'] == 'failed']
             if failed:
                 result.update(untouched=untouched, changed=any(s['changed'] for s in result['nodes']))

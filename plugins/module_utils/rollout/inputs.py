@@ -22,7 +22,9 @@ from ansible_collections.gpuops.gpu.plugins.module_utils.rollout.batches import 
 MAX_SECONDS = 7 * 24 * 3600  # a week: longer waits are typos (and overflow the thread timers)
 # (option, least value): every duration option of the rollout modules, in seconds
 DURATIONS = (('state_timeout', 1), ('reboot_timeout', 1), ('verify_timeout', 1), ('api_timeout', 1),
-             ('drain_timeout', 0), ('grace_period', 0), ('lock_timeout', 0), ('lock_duration', 10))
+             ('drain_timeout', 0), ('grace_period', 0), ('lock_timeout', 0), ('lock_duration', 10),
+             ('progress_timeout', 0))
+LEAST_PROGRESS_TIMEOUT = 10  # seconds; the action plugin reads the progress (and says it is alive) every 5 s
 POLL_INTERVAL = (0.1, 300.0)  # seconds; below it a node costs hundreds of API requests a second
 CONTROL_PLANE_LABELS = ('node-role.kubernetes.io/control-plane', 'node-role.kubernetes.io/master')
 REFUSED = 'nothing was changed; fix these first: '
@@ -50,6 +52,9 @@ def _number_errors(params):
         value = params.get(key)
         if value is not None and not least <= value <= MAX_SECONDS:
             errors.append('%s must be between %d and %d seconds (one week), got %s' % (key, least, MAX_SECONDS, value))
+    if 0 < (params.get('progress_timeout') or 0) < LEAST_PROGRESS_TIMEOUT:
+        errors.append('progress_timeout must be 0 (never stop) or at least %d seconds, got %s'
+                      % (LEAST_PROGRESS_TIMEOUT, params['progress_timeout']))
     poll = params.get('poll_interval')
     if poll is not None and not (math.isfinite(poll) and POLL_INTERVAL[0] <= poll <= POLL_INTERVAL[1]):
         errors.append('poll_interval must be between %s and %s seconds, got %s' % (POLL_INTERVAL + (poll,)))
@@ -242,4 +247,6 @@ def rollout_argument_spec(value_key):
         lock_duration=dict(type='int', default=120),
         lock_holder=dict(type='str'),
         lock_namespace=dict(type='str'),
+        progress_file=dict(type='path'),
+        progress_timeout=dict(type='int', default=60),
     )

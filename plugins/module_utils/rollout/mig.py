@@ -17,6 +17,7 @@ from ansible_collections.gpuops.gpu.plugins.module_utils.gpu.mig_parted import m
 from ansible_collections.gpuops.gpu.plugins.module_utils.k8s.errors import InputError, RolloutFailed
 from ansible_collections.gpuops.gpu.plugins.module_utils.ops.cluster_policy import read_cluster_policy
 from ansible_collections.gpuops.gpu.plugins.module_utils.rollout.mig_kind import MigKind
+from ansible_collections.gpuops.gpu.plugins.module_utils.rollout.progress import Progress
 from ansible_collections.gpuops.gpu.plugins.module_utils.rollout.sharing import parse_texts
 from ansible_collections.gpuops.gpu.plugins.module_utils.rollout.sharing_kind import SharingKind
 from ansible_collections.gpuops.gpu.plugins.module_utils.rollout.engine import NodeRollout
@@ -107,7 +108,8 @@ def run(conn, params, check_mode, log=None):
     started = time.monotonic()
     refuse(option_errors(params) + assignment_errors(params['assignments'], 'config'))
     kind, config_map, plugin = _kind(conn, params)
-    rollout = NodeRollout(conn, kind, dict(params, check_mode=check_mode), log=log)
+    rollout = NodeRollout(conn, kind, dict(params, check_mode=check_mode), log=log,
+                          progress=Progress(params.get('progress_file'), 'mig', params.get('progress_timeout')))
     nodes = dict((n['metadata']['name'], n) for n in rollout.list_nodes())
     kind.sharing = read_sharing(conn, plugin, kind.strategy, params['operator_namespace'], nodes.values())
     assignments, errors = resolve_assignments(params['assignments'], nodes, 'config')

@@ -29,6 +29,7 @@ from ansible_collections.gpuops.gpu.plugins.module_utils.common import names
 from ansible_collections.gpuops.gpu.plugins.module_utils.gpu import node as gn
 from ansible_collections.gpuops.gpu.plugins.module_utils.rollout import drain as dr
 from ansible_collections.gpuops.gpu.plugins.module_utils.rollout.api import now_iso
+from ansible_collections.gpuops.gpu.plugins.module_utils.rollout.progress import mark
 
 ANN_TARGET = names.ANN_ROLLOUT_TARGET      # "<label>=<value>" being applied
 ANN_PHASE = names.ANN_ROLLOUT_PHASE        # cordoned | labelled | failed
@@ -123,6 +124,7 @@ class NodeSteps(object):
                 st['ended'] = time.monotonic()
                 return
             self._phases[phase](node, st, deadlines)
+            mark(st, phase, st['phase'])
             if st['phase'] in FINAL:
                 st['ended'] = time.monotonic()
             if st['phase'] in (phase, 'wait') + FINAL:

@@ -23,6 +23,7 @@ from ansible_collections.gpuops.gpu.plugins.module_utils.rollout.inputs import (
     assignment_errors, check_inputs, finish_result, node_errors, option_errors, plan_errors, refuse,
     resolve_assignments)
 from ansible_collections.gpuops.gpu.plugins.module_utils.rollout.node import held_elsewhere, not_ready_errors
+from ansible_collections.gpuops.gpu.plugins.module_utils.rollout.progress import Progress
 from ansible_collections.gpuops.gpu.plugins.module_utils.rollout.sharing_kind import (
     DEFAULT, RESERVED, RESTART_SELECTOR, SharingKind, normalise_value)
 
@@ -227,7 +228,8 @@ def run(conn, params, check_mode, log=None):
     started = time.monotonic()
     refuse(option_errors(params) + assignment_errors(params['assignments'], 'profile'))
     kind, config_map = _kind(conn, params, check_mode)
-    rollout = NodeRollout(conn, kind, dict(params, check_mode=check_mode), log=log)
+    rollout = NodeRollout(conn, kind, dict(params, check_mode=check_mode), log=log,
+                          progress=Progress(params.get('progress_file'), 'sharing', params.get('progress_timeout')))
     nodes = dict((n['metadata']['name'], n) for n in rollout.list_nodes())
     assignments, errors = resolve(params['assignments'], nodes)
     if not check_mode:

@@ -37,7 +37,8 @@ TEMPLATES = _yaml('extensions', 'awx', 'job_templates.yml')['controller_template
 SETTINGS = _yaml('extensions', 'awx', 'settings.yml')
 SURVEYED = [t for t in TEMPLATES if t.get('survey_enabled') and (t.get('survey_spec') or {}).get('spec')]
 ROLLOUT_ROLES = ('mig', 'sharing', 'reset')
-ROLLOUT_PLAYBOOKS = ('playbooks/mig.yml', 'playbooks/sharing.yml', 'playbooks/reset.yml', 'playbooks/site.yml')
+ROLLOUT_PLAYBOOKS = ('playbooks/mig.yml', 'playbooks/mig_from_demand.yml', 'playbooks/sharing.yml', 'playbooks/reset.yml',
+                     'playbooks/site.yml')
 
 # A survey default that stands for the role's default where AWX cannot offer that value: a multiplechoice
 # question has no empty choice, so "keep" is the role's documented synonym of "" (leave it as it is).
@@ -293,3 +294,102 @@ def test_reset_survey_defaults_plan_nothing_on_a_reset_fleet():
     out = plan([_gpu_node('a100-0', {'nvidia.com/mig.config': 'all-1g.5gb',
                                      'nvidia.com/mig.config.state': 'success'})] + nodes[1:])
     assert out['mig_nodes'] == ['a100-0']
+
+
+# ------------------------------------------------------------------------------ sharing: the same as mig
+
+def _sharing_templar(answers, **extra):
+    """The sharing role's variables for ``answers`` (+ ``extra`` facts its earlier tasks set), and its tasks."""
+    loader, templar = _role_vars('sharing', answers)
+    from ansible.template import Templar
+    variables = dict(templar.available_variables, **extra)
+    tasks = _load_trusted(loader, os.path.join(REPO, 'roles', 'sharing', 'tasks', 'main.yml'))
+    return Templar(loader=loader, variables=variables), tasks
+
+
+def _sharing_writes(answers):
+    """The sharing role's tasks that would write (ConfigMap, ClusterPolicy, rollout), as their ``when`` decides
+    with ``answers``: the node groups come from the role's own expression (its set_fact), on the role's defaults."""
+    templar, tasks = _sharing_templar(answers)
+    facts = next(t for t in tasks if t['name'].startswith('Work out'))['ansible.builtin.set_fact']
+    assignments = templar.template(facts['__sharing_assignments'])
+    templar, tasks = _sharing_templar(answers, __sharing_assignments=assignments)
+    block = next(t for t in tasks if t.get('block'))['block']
+    return [t['name'] for t in block if templar.evaluate_conditional(t['when'])]
+
+
+def test_sharing_survey_defaults_write_nothing():
+    """Launched with its survey defaults (no profiles, no node groups as launch variables), the sharing role
+    writes no ConfigMap, no ClusterPolicy and rolls nothing out, as with the role's defaults."""
+    answers = survey_answers(_template('playbooks/sharing.yml'))
+    assert _sharing_writes(answers) == [] == _sharing_writes({})
+    # the check can fail: a default profile (a survey default that shares every GPU node) rolls out
+    rollout = 'Roll the sharing profiles out to the node groups'
+    assert _sharing_writes(dict(answers, sharing_default_profile='ts4')) == [rollout]
+
+
+TS4 = {'ts4': {'version': 'v1', 'sharing': {'timeSlicing': {'resources': [{'name': 'nvidia.com/gpu', 'replicas': 4}]}}}}
+
+
+def _sharing_node(name, profile, content_hash):
+    """An A100 node of 8 GPUs already running ``profile`` (4 time-slices each): the label, the content hash the
+    rollout records, GPU feature discovery's labels and the allocatable count the device plugin advertises."""
+    node = _gpu_node(name, {'nvidia.com/device-plugin.config': profile, 'nvidia.com/gpu.count': '8',
+                            'nvidia.com/gpu.replicas': '4', 'nvidia.com/gpu.sharing-strategy': 'time-slicing',
+                            'nvidia.com/mig.strategy': 'single'},
+                     {'gpuops.gpu/device-plugin-config-hash': content_hash})
+    node['status']['allocatable'] = {'nvidia.com/gpu': '32'}
+    return node
+
+
+def test_sharing_survey_defaults_plan_no_node_on_a_configured_fleet():
+    """The rollout engine's planner (no cluster needed) with the survey's max_unavailable and the profiles the
+    role writes (its own sharing_profiles_data filter): nodes already running their profile are not touched; one
+    whose profile content changed is planned (so the check can fail)."""
+    pytest.importorskip('kubernetes')
+    from ansible_collections.gpuops.gpu.plugins.filter.sharing import sharing_profiles_data
+    from ansible_collections.gpuops.gpu.plugins.module_utils.rollout.engine import NodeRollout
+    from ansible_collections.gpuops.gpu.plugins.module_utils.rollout.sharing import parse_texts
+    from ansible_collections.gpuops.gpu.plugins.module_utils.rollout.sharing_kind import SharingKind, content_hash
+    answers = survey_answers(_template('playbooks/sharing.yml'))
+    params = validated('sharing', dict(answers, sharing_profiles=TS4))
+    texts = sharing_profiles_data(params['sharing_profiles'], 'single')
+    kind = SharingKind(texts, parse_texts(texts), params['sharing_default_profile'], 'single',
+                       params['sharing_operator_namespace'])
+    nodes = dict(('a100-%d' % i, _sharing_node('a100-%d' % i, 'ts4', content_hash(texts['ts4']))) for i in range(4))
+    assignments = dict((name, 'ts4') for name in nodes)
+    engine = NodeRollout(None, kind, {'max_unavailable': params['sharing_max_unavailable']})
+    assert engine.plan(assignments, nodes) == ({}, []), 'a configured fleet is planned'
+    nodes['a100-3'] = _sharing_node('a100-3', 'ts4', content_hash('an older ts4 profile'))
+    assert engine.plan(assignments, nodes) == ({'a100-3': 'ts4'}, [['a100-3']])
+
+
+def test_sharing_cluster_policy_patch_changes_nothing_on_a_configured_cluster():
+    """The ClusterPolicy patch the sharing role sends (its task's own expression) merged into a ClusterPolicy it
+    already configured leaves it as it is."""
+    answers = survey_answers(_template('playbooks/sharing.yml'))
+    templar, tasks = _sharing_templar(dict(answers, sharing_profiles=TS4))
+    block = next(t for t in tasks if t.get('block'))['block']
+    task = next(t for t in block if t['name'].startswith('Point the ClusterPolicy'))
+    templar = _with_vars(templar, task['vars'])
+    patch = templar.template(task['kubernetes.core.k8s']['definition']['spec']['devicePlugin'])
+    configured = {'enabled': True, 'config': {'name': 'gpuops-device-plugin-config', 'default': ''}}
+    assert patch['config']['name'] == validated('sharing', answers)['sharing_config_map_name']
+    assert _merge(configured, patch) == configured
+    assert _merge({'enabled': True}, patch) != {'enabled': True}, 'the check can fail: an unconfigured policy'
+
+
+def _with_vars(templar, task_vars):
+    from ansible.parsing.dataloader import DataLoader
+    from ansible.template import Templar
+    variables = dict(templar.available_variables)
+    variables.update(task_vars)
+    return Templar(loader=DataLoader(), variables=variables)
+
+
+def _merge(target, patch):
+    """A JSON merge patch (RFC 7386), as merge_type: merge applies it."""
+    out = dict(target)
+    for key, value in patch.items():
+        out[key] = _merge(out.get(key) or {}, value) if isinstance(value, dict) else value
+    return out

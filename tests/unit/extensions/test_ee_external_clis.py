@@ -24,6 +24,8 @@ import shlex
 import pytest
 import yaml
 
+from ee_definition import load_ee, provided_by
+
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..', '..'))
 
 # Modules the roles and playbooks may use, with the external programs each one runs on the controller (the EE).
@@ -197,32 +199,8 @@ def collect_from_plugins(root):
     return programs
 
 
-def provided_by(definition, bindep_text):
-    """{program: how the EE provides it} from an execution-environment.yml and its bindep.txt."""
-    deps = definition.get('dependencies', {})
-    out = {}
-    interpreter = deps.get('python_interpreter', {})
-    if interpreter.get('python_path'):
-        out[os.path.basename(interpreter['python_path'])] = 'dependencies.python_interpreter'
-    for line in bindep_text.splitlines():
-        line = line.split('#', 1)[0].strip()
-        if line:
-            out[line.split()[0]] = 'bindep.txt'
-    if deps.get('ansible_core'):
-        for name in ('ansible', 'ansible-playbook', 'ansible-galaxy', 'ansible-doc', 'ansible-inventory'):
-            out[name] = 'dependencies.ansible_core'
-    if deps.get('ansible_runner'):
-        out['ansible-runner'] = 'dependencies.ansible_runner'
-    # programs a build step installs into /usr/local/bin (on PATH in the image)
-    for step in definition.get('additional_build_steps', {}).get('append_final', []):
-        for name in re.findall(r'install -m 0?755 \S+ /usr/local/bin/([A-Za-z0-9_.-]+)', str(step)):
-            out[name] = 'additional_build_steps.append_final'
-    return out
-
-
 def _ee():
-    with open(os.path.join(REPO, 'bindep.txt')) as handle:
-        return _load_yaml(os.path.join(REPO, 'execution-environment.yml')), handle.read()
+    return load_ee(REPO)
 
 
 def _missing(programs, provided):

@@ -27,6 +27,8 @@ import tarfile
 import pytest
 import yaml
 
+from ee_definition import build_args
+
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..', '..'))
 BIN = os.path.dirname(sys.executable)
 EE_FILE = os.path.join(REPO, 'execution-environment.yml')
@@ -60,16 +62,6 @@ GALAXY = _load('galaxy.yml')
 TARBALL = 'gpuops-gpu-%s.tar.gz' % GALAXY['version']
 
 
-def _build_args():
-    """{name: default} of the ARG steps in additional_build_steps.append_final."""
-    out = {}
-    for step in EE['additional_build_steps']['append_final']:
-        match = re.match(r'^ARG ([A-Z0-9_]+)(?:=(\S*))?$', str(step))
-        if match:
-            out[match.group(1)] = match.group(2)
-    return out
-
-
 def _testbed_helm_version():
     with open(os.path.join(REPO, 'tests', 'testbed', 'hack', 'install-helm.sh')) as handle:
         match = re.search(r'^HELM_VERSION=\$\{HELM_VERSION:-(v[0-9.]+)\}$', handle.read(), re.M)
@@ -77,7 +69,7 @@ def _testbed_helm_version():
     return match.group(1)
 
 
-HELM_ARGS = _build_args()
+HELM_ARGS = build_args(EE)
 HELM_VERSION = HELM_ARGS.get('HELM_VERSION')
 HELM_TARBALL = 'helm-%s-linux-amd64.tar.gz' % HELM_VERSION
 

@@ -26,7 +26,7 @@ FQCN = re.compile(r'^[a-z0-9_]+\.[a-z0-9_]+\.[a-z0-9_]+$')
 # modules that never talk to a cluster (control flow, facts, local files)
 LOCAL = {'ansible.builtin.' + name for name in (
     'assert', 'copy', 'debug', 'fail', 'file', 'import_playbook', 'import_role', 'import_tasks', 'include_role',
-    'include_tasks', 'include_vars', 'meta', 'pause', 'set_fact', 'slurp', 'stat', 'tempfile', 'template',
+    'include_tasks', 'include_vars', 'meta', 'pause', 'set_fact', 'set_stats', 'slurp', 'stat', 'tempfile', 'template',
     'validate_argument_spec')}
 BLOCKS = ('block', 'rescue', 'always')
 

@@ -18,7 +18,8 @@ A100 = 'NVIDIA-A100-SXM4-40GB'
 
 
 def test_filter_names():
-    assert sorted(FILTERS) == ['mig_capacity', 'mig_geometry_errors', 'mig_parted_errors', 'mig_profiles']
+    assert sorted(FILTERS) == ['mig_capacity', 'mig_geometry_errors', 'mig_parted_errors', 'mig_pending_demand',
+                               'mig_plan', 'mig_profiles']
 
 
 def test_mig_geometry_errors():
@@ -89,3 +90,25 @@ def test_mig_parted_errors():
         'A100-SXM4-40GB']
     assert FILTERS['mig_parted_errors']({'version': 'v1'}) == [
         "'mig-configs' must be a non-empty mapping of config name -> entries"]
+
+
+def test_mig_plan_takes_the_gpu_nodes_info_result_and_adds_the_table():
+    document = {'version': 'v1', 'mig-configs': {
+        'all-disabled': [{'devices': 'all', 'mig-enabled': False}],
+        'all-1g.5gb': [{'devices': 'all', 'mig-enabled': True, 'mig-devices': {'1g.5gb': 7}}]}}
+    nodes = [{'name': 'a%d' % i, 'product': A100, 'count': 2, 'mig_config': 'all-disabled', 'mig_state': 'success',
+              'requested': {}, 'gpu_pods': [], 'allocatable': {'nvidia.com/gpu': 2}} for i in range(3)]
+    plan = FILTERS['mig_plan']({'nodes': nodes, 'summary': {}}, document, {'nvidia.com/mig-1g.5gb': 20})
+    assert plan['errors'] == [] and plan['assignments'] == [{'nodes': ['a0', 'a1'], 'config': 'all-1g.5gb'}]
+    assert plan['table'][0].split() == ['NODE', 'FROM', '->', 'TO', 'CAPACITY', 'DELTA', 'PODS', 'AFFECTED']
+    assert FILTERS['mig_plan'](nodes, document, {'nvidia.com/gpu': 'x'})['table'] == [
+        'ERROR: demand: nvidia.com/gpu must be a non-negative integer, got \'x\'']
+
+
+def test_mig_pending_demand_takes_the_gpu_nodes_info_result():
+    pod = {'metadata': {'namespace': 'a', 'name': 'p'}, 'status': {'phase': 'Pending'},
+           'spec': {'containers': [{'name': 'c', 'resources': {'limits': {'nvidia.com/mig-1g.5gb': 2}}}]}}
+    info = {'nodes': [{'name': 'n', 'requested': {'nvidia.com/mig-1g.5gb': 1}}]}
+    assert FILTERS['mig_pending_demand']([pod], info) == {'demand': {'nvidia.com/mig-1g.5gb': 3}, 'pending': ['a/p']}
+    with pytest.raises(AnsibleFilterError, match='pods and nodes must be lists'):
+        FILTERS['mig_pending_demand']({'resources': []}, info)

@@ -135,5 +135,5 @@ def test_bad_input(data, summary, message):
 
 
 def test_filter_plugin():
-    assert sorted(FILTERS) == ['gpu_fleet_table']
+    assert sorted(FILTERS) == ['gpu_fleet_report', 'gpu_fleet_table']
     assert FILTERS['gpu_fleet_table'](INFOS, summary=SUMMARY) == TABLE + '\n\n' + FOOTER

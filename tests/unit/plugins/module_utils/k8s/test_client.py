@@ -113,6 +113,38 @@ def test_a_connection_that_cannot_open_is_an_api_error(monkeypatch):
         conn.core.list_node()
 
 
+def test_a_connection_from_settings_opens_on_first_use_from_a_fresh_configuration(monkeypatch):
+    """Connection(auth=...): kubernetes.core's options as a dict (the inventory plugin), unset ones left to the
+    K8S_AUTH_* environment; the client's process-wide default configuration (the last kubeconfig loaded) is
+    dropped first, so a second cluster never inherits the first one's CA or client certificate."""
+    import kubernetes
+
+    opened = []
+
+    class Kube(object):
+        def __init__(self):
+            self.client = type('Dynamic', (), {'client': 'api-client'})()
+
+    def get_api_client(**auth):
+        opened.append((auth, kubernetes.client.Configuration.get_default_copy().ssl_ca_cert))
+        return Kube()
+    for name in ('CoreV1Api', 'CustomObjectsApi', 'PolicyV1Api', 'BatchV1Api'):
+        monkeypatch.setattr(client, name, lambda api_client: api_client)
+    monkeypatch.setattr(client, 'get_api_client', get_api_client)
+    first = kubernetes.client.Configuration()
+    first.ssl_ca_cert = '/first/ca.crt'
+    kubernetes.client.Configuration.set_default(first)
+    try:
+        conn = client.Connection(auth={'host': 'https://b:6443', 'api_key': 't', 'kubeconfig': None})
+        assert opened == [] and conn.timeout == client.request_timeout()
+        assert conn.core == 'api-client'
+        assert opened == [({'host': 'https://b:6443', 'api_key': 't'}, None)]
+        conn.open()
+        assert len(opened) == 1
+    finally:
+        kubernetes.client.Configuration.set_default(None)
+
+
 def test_request_timeout_follows_api_timeout_within_bounds():
     assert client.request_timeout() == (client.CONNECT_TIMEOUT, client.READ_TIMEOUT)
     assert client.request_timeout(20) == (5.0, 5.0)

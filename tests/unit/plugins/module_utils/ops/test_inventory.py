@@ -158,3 +158,20 @@ def test_api_error_message():
     err.body = 'not json'
     assert gpu_inventory.api_error_message(err) == '404 Not Found'
     assert gpu_inventory.api_error_message(ValueError('boom')) == 'boom'
+
+
+@pytest.mark.parametrize('include_pods', [True, False])
+def test_gpu_node_records_for_the_inventory_plugin(include_pods):
+    core = FakeCore(NODES, PODS)
+    records = gpu_inventory.gpu_node_records(Connection(core=core), label_selector='gpuops.dev/pool',
+                                             include_pods=include_pods,
+                                             label_keys=['gpuops.dev/pool', 'kubernetes.io/os', 'absent/key'])
+    assert selectors(core) == [('NodeList', 'gpuops.dev/pool', None)] + (
+        [('PodList', None, 'spec.nodeName!=,' + ACTIVE)] if include_pods else [])
+    # l40s-0 and plain-0 have no pool label (the server-side selector), cpu-0 has no GPU
+    assert [r['name'] for r in records] == ['a100-0', 'h100-0', 't4-0']
+    assert records[0]['labels'] == {'gpuops.dev/pool': 'training', 'kubernetes.io/os': 'linux'}
+    assert records[0]['requested'] == ({GPU: 4} if include_pods else None)
+    pooled = [n for n in NODES if 'gpuops.dev/pool' in n['metadata']['labels']]
+    stripped = [dict((k, v) for k, v in r.items() if k != 'labels') for r in records]
+    assert stripped == gpu_node.fleet_info(gpu_node.select_nodes(pooled)[0], PODS if include_pods else None)

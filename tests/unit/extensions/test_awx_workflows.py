@@ -1,0 +1,245 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, gpuops.gpu contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""What the AWX objects mean, beyond their option names and types (test_awx_argspec.py): each job template's
+cluster account is the least one docs/rbac.md allows for its playbook; the templates prompt for inventory and
+credentials; the workflows are plan (check) -> approval -> apply -> validate -> report and install -> mig ->
+sharing -> validate -> report, and every prompt a node sets is one its template accepts; failures notify, with
+no literal secret; the nightly schedules are rrules AWX parses."""
+
+from __future__ import (absolute_import, division, print_function)
+__metaclass__ = type
+
+import os
+import re
+
+import jinja2
+import pytest
+import yaml
+from dateutil import rrule
+
+REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..', '..'))
+AWX = os.path.join(REPO, 'extensions', 'awx')
+
+
+def _load(name):
+    with open(os.path.join(AWX, name)) as handle:
+        return yaml.safe_load(handle)
+
+
+SETTINGS = _load('settings.yml')
+TEMPLATES = dict((t['name'], t) for t in _load('job_templates.yml')['controller_templates'])
+WORKFLOWS = dict((w['name'], w) for w in _load('workflows.yml')['controller_workflows'])
+CREDENTIALS = dict((c['name'], c) for c in _load('credentials.yml')['controller_credentials'])
+NOTIFICATIONS = dict((n['name'], n) for n in _load('notifications.yml')['controller_notifications'])
+SCHEDULES = _load('schedules.yml')['controller_schedules']
+BEARER = 'OpenShift or Kubernetes API Bearer Token'
+# least privilege first (docs/rbac.md)
+ACCOUNTS = ('report', 'rollout', 'install')
+# the prompt a workflow node (or a schedule) sets -> the job template field that must allow it
+PROMPTS = {'job_type': 'ask_job_type_on_launch', 'diff_mode': 'ask_diff_mode_on_launch',
+           'inventory': 'ask_inventory_on_launch', 'limit': 'ask_limit_on_launch', 'credentials':
+           'ask_credential_on_launch', 'job_tags': 'ask_tags_on_launch', 'skip_tags': 'ask_skip_tags_on_launch',
+           'verbosity': 'ask_verbosity_on_launch', 'timeout': 'ask_timeout_on_launch', 'forks': 'ask_forks_on_launch',
+           'scm_branch': 'ask_scm_branch_on_launch', 'execution_environment': 'ask_execution_environment_on_launch'}
+
+
+def rbac_accounts():
+    """{playbook: [accounts whose ClusterRole docs/rbac.md lists it for]}, from the ClusterRole table."""
+    out = {}
+    with open(os.path.join(REPO, 'docs', 'rbac.md')) as handle:
+        for line in handle:
+            row = re.match(r'^\| `gpuops-gpu-(report|rollout|install)`[^|]*\| ([^|]*)\|', line)
+            for playbook in re.findall(r'`(\w+\.yml)`', row.group(2)) if row else []:
+                out.setdefault('playbooks/' + playbook, []).append(row.group(1))
+    return out
+
+
+def cluster_account(template):
+    """The account of the template's bearer-token credential (the one of credentials.yml it names)."""
+    cluster = [c for c in template.get('credentials') or [] if CREDENTIALS[c]['credential_type'] == BEARER]
+    assert len(cluster) == 1, '%s: exactly one cluster credential, got %s' % (template['name'], cluster)
+    match = re.match(r'^gpuops\.gpu (\w+) account$', cluster[0])
+    assert match and match.group(1) in ACCOUNTS, cluster[0]
+    return match.group(1)
+
+
+def least_account(playbook, table):
+    allowed = table.get(playbook)
+    assert allowed, 'docs/rbac.md names no ClusterRole for %s' % playbook
+    return min(allowed, key=ACCOUNTS.index)
+
+
+# ------------------------------------------------------------------------------ credentials per account
+
+def test_each_account_has_its_own_credential_with_a_vaulted_token():
+    tokens = {}
+    for account in ACCOUNTS:
+        credential = CREDENTIALS['gpuops.gpu %s account' % account]
+        assert credential['credential_type'] == BEARER
+        tokens[account] = credential['inputs']['bearer_token']
+        assert tokens[account] == '{{ vault_gpuops_%s_token }}' % account
+    assert len(set(tokens.values())) == len(ACCOUNTS)
+
+
+@pytest.mark.parametrize('name', sorted(TEMPLATES))
+def test_template_uses_the_least_account_rbac_md_allows(name):
+    template = TEMPLATES[name]
+    assert cluster_account(template) == least_account(template['playbook'], rbac_accounts()), (
+        '%s runs %s: docs/rbac.md allows it with %s' % (name, template['playbook'], rbac_accounts()[template['playbook']]))
+
+
+def test_the_account_check_can_fail():
+    table = rbac_accounts()
+    assert table['playbooks/report.yml'] == ['report'] and table['playbooks/mig.yml'] == ['rollout']
+    assert least_account('playbooks/validate.yml', table) == 'install'
+    assert least_account('playbooks/mig.yml', {'playbooks/mig.yml': ['install', 'rollout']}) == 'rollout'
+    wrong = dict(TEMPLATES['gpuops.gpu mig'], credentials=['gpuops.gpu install account'])
+    assert cluster_account(wrong) != least_account(wrong['playbook'], table)
+
+
+@pytest.mark.parametrize('name', sorted(TEMPLATES))
+def test_template_prompts_for_inventory_and_credentials(name):
+    """One template serves every cluster: pick its inventory and account at launch."""
+    template = TEMPLATES[name]
+    assert template.get('ask_inventory_on_launch') is True, name
+    assert template.get('ask_credential_on_launch') is True, name
+
+
+# ------------------------------------------------------------------------------ workflows
+
+def nodes(workflow):
+    return dict((n['identifier'], n) for n in workflow['workflow_nodes'])
+
+
+def following(node, kind='success_nodes'):
+    return [link['identifier'] for link in (node.get('related') or {}).get(kind) or []]
+
+
+def node_template(node):
+    template = node['unified_job_template']
+    if template['type'] != 'job_template':
+        return None
+    assert template['name'] in TEMPLATES, 'node %s runs %s, which job_templates.yml lacks' % (
+        node['identifier'], template['name'])
+    return TEMPLATES[template['name']]
+
+
+def prompt_errors(node):
+    """Prompts the node sets that its job template would reject (AWX refuses such a node)."""
+    template = node_template(node)
+    if template is None:
+        return []
+    errors = []
+    for field, ask in PROMPTS.items():
+        if field in node and node[field] != template.get(field) and not template.get(ask):
+            errors.append('%s sets %s but %s does not %s' % (node['identifier'], field, template['name'], ask))
+    if node.get('extra_data') and not template.get('ask_variables_on_launch'):
+        errors.append('%s sets extra_data but %s does not ask for variables' % (node['identifier'], template['name']))
+    return errors
+
+
+def chain(workflow):
+    """The success path from the root node: [(identifier, template name or 'approval', job_type)]."""
+    by_id = nodes(workflow)
+    targets = set(i for n in by_id.values() for kind in ('success_nodes', 'failure_nodes', 'always_nodes')
+                  for i in following(n, kind))
+    roots = [i for i in by_id if i not in targets]
+    assert len(roots) == 1, 'one root node, got %s' % roots
+    out, current = [], by_id[roots[0]]
+    while current is not None:
+        template = current['unified_job_template']
+        out.append((template['name'] if template['type'] == 'job_template' else 'approval', current.get('job_type')))
+        after = following(current) or following(current, 'always_nodes')
+        current = by_id[after[0]] if after else None
+    return out
+
+
+@pytest.mark.parametrize('kind', ['mig', 'sharing'])
+def test_rollout_workflow_is_plan_approve_apply_validate_report(kind):
+    workflow = WORKFLOWS['gpuops.gpu %s workflow' % kind]
+    rollout = 'gpuops.gpu %s' % kind
+    assert chain(workflow) == [(rollout, 'check'), ('approval', None), (rollout, 'run'),
+                               ('gpuops.gpu validate', 'run'), ('gpuops.gpu report', 'run')]
+    by_id = nodes(workflow)
+    assert by_id['plan']['diff_mode'] is True, 'the plan shows its changes'
+    assert by_id['approve']['unified_job_template']['timeout'] > 0, 'an approval that times out (and then fails)'
+    assert following(by_id['apply'], 'failure_nodes') == ['report'], 'a failed apply is still reported'
+    assert following(by_id['validate'], 'always_nodes') == ['report']
+    assert workflow['notification_templates_approvals'], 'someone learns that an approval waits'
+
+
+def test_new_cluster_workflow_is_install_mig_sharing_validate_report():
+    assert chain(WORKFLOWS['gpuops.gpu new cluster workflow']) == [
+        ('gpuops.gpu install', 'run'), ('gpuops.gpu mig', 'run'), ('gpuops.gpu sharing', 'run'),
+        ('gpuops.gpu validate', 'run'), ('gpuops.gpu report', 'run')]
+
+
+@pytest.mark.parametrize('name', sorted(WORKFLOWS))
+def test_workflow_nodes_set_only_prompts_their_templates_accept(name):
+    workflow = WORKFLOWS[name]
+    errors = [e for node in workflow['workflow_nodes'] for e in prompt_errors(node)]
+    assert not errors, errors
+    # one workflow per cluster at most: it asks for the cluster's inventory and its variables at launch
+    assert workflow['ask_inventory_on_launch'] is True and workflow['ask_variables_on_launch'] is True
+
+
+def test_the_workflow_checks_can_fail():
+    node = {'identifier': 'plan', 'unified_job_template': {'name': 'gpuops.gpu report', 'type': 'job_template'},
+            'diff_mode': True, 'extra_data': {'x': 1}}
+    assert len(prompt_errors(node)) == 2, 'report asks for neither diff mode nor variables'
+    broken = dict(WORKFLOWS['gpuops.gpu mig workflow'])
+    broken['workflow_nodes'] = [n for n in broken['workflow_nodes'] if n['identifier'] != 'approve']
+    with pytest.raises((KeyError, AssertionError)):
+        chain(broken)
+
+
+# ------------------------------------------------------------------------------ notifications and schedules
+
+def test_templates_and_workflows_notify_on_failure():
+    for obj in list(TEMPLATES.values()) + list(WORKFLOWS.values()):
+        names = obj.get('notification_templates_error') or []
+        assert names, '%s notifies no one when it fails' % obj['name']
+        assert set(names) <= set(NOTIFICATIONS), (obj['name'], names)
+        assert set(obj.get('notification_templates_approvals') or []) <= set(NOTIFICATIONS)
+    assert set(n['notification_type'] for n in NOTIFICATIONS.values()) >= {'webhook', 'email'}
+
+
+SECRET_KEY = re.compile(r'(url|password|token|secret)$')
+
+
+@pytest.mark.parametrize('name', sorted(NOTIFICATIONS))
+def test_notification_secrets_come_from_vaulted_variables(name):
+    for key, value in NOTIFICATIONS[name]['notification_configuration'].items():
+        if SECRET_KEY.search(key) and value:
+            assert re.match(r'^\{\{ *vault_\w+ *\}\}$', value), '%s.%s must refer to a vaulted variable' % (name, key)
+
+
+AWX_RRULE = re.compile(r'^DTSTART(;TZID=[\w/+-]+:\d{8}T\d{6}|:\d{8}T\d{6}Z) '
+                       r'RRULE:FREQ=(DAILY|WEEKLY|MONTHLY|HOURLY)(;[A-Z]+=[\w,+-]+)*$')
+
+
+def parse_rrule(text):
+    """AWX's format (one DTSTART with a TZID or in UTC, one RRULE, space-separated), then dateutil's parser, which AWX
+    uses to compute the runs; returns the first two runs."""
+    assert AWX_RRULE.match(text), '%r is not in AWX rrule form' % text
+    runs = rrule.rrulestr(text.replace(' RRULE:', '\nRRULE:'), forceset=True)
+    return runs[0], runs[1]
+
+
+@pytest.mark.parametrize('schedule', SCHEDULES, ids=[s['name'] for s in SCHEDULES])
+def test_nightly_schedule_is_a_daily_rrule_awx_parses(schedule):
+    text = jinja2.Template(schedule['rrule'], undefined=jinja2.StrictUndefined).render(SETTINGS)
+    first, second = parse_rrule(text)
+    assert (second - first).total_seconds() == 24 * 3600 and first.hour < 6, 'nightly: %s' % text
+    assert schedule['unified_job_template'] in TEMPLATES and schedule['enabled'] is True
+
+
+def test_schedules_cover_report_and_validate_and_the_parser_can_fail():
+    assert sorted(s['unified_job_template'] for s in SCHEDULES) == ['gpuops.gpu report', 'gpuops.gpu validate']
+    for bad in ('RRULE:FREQ=DAILY', 'DTSTART;TZID=UTC:2026-01-01 RRULE:FREQ=DAILY',
+                'DTSTART;TZID=UTC:20260101T020000 RRULE:FREQ=NIGHTLY'):
+        with pytest.raises(AssertionError):
+            parse_rrule(bad)
+    with pytest.raises(ValueError):
+        rrule.rrulestr('DTSTART;TZID=UTC:20260101T020000\nRRULE:FREQ=DAILY;BYHOUR=25', forceset=True)[0]

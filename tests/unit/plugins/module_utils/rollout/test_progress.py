@@ -1,0 +1,242 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, gpuops.gpu contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""What a running rollout shows (rollout/progress.py): the progress file the module rewrites, the lines the
+action plugin prints from it, each node's timeline, the summary table and the set_stats artifact; and the
+engine filling them in on a fake API. The job output of a real rollout is tested in
+tests/integration/test_awx_progress.py."""
+
+from __future__ import (absolute_import, division, print_function)
+__metaclass__ = type
+
+import json
+import os
+import signal
+
+import pytest
+
+from ansible.errors import AnsibleFilterError
+
+from ansible_collections.gpuops.gpu.plugins.filter.rollout import rollout_stats, rollout_summary_table
+from ansible_collections.gpuops.gpu.plugins.module_utils.rollout import progress as pg
+
+pytest.importorskip('kubernetes')
+
+from ansible_collections.gpuops.gpu.plugins.module_utils.k8s.client import Connection  # noqa: E402
+from ansible_collections.gpuops.gpu.plugins.module_utils.rollout.engine import NodeRollout  # noqa: E402
+from ansible_collections.gpuops.gpu.plugins.module_utils.rollout.inputs import rollout_argument_spec  # noqa: E402
+from ansible_collections.gpuops.gpu.tests.unit.plugins.module_utils.rollout.fake_api import (  # noqa: E402
+    FakeApi, FakeKind, gpu_pod, node)
+
+
+def read(path):
+    with open(str(path)) as handle:
+        return json.load(handle)
+
+
+def done_node(name, **extra):
+    st = {'node': name, 'from': 'all-disabled', 'to': 'all-1g.5gb', 'phase': 'done', 'changed': True,
+          'evicted': ['ml/a', 'ml/b'], 'duration_s': 75.4, 'detail': 'x', 'cycled': False}
+    st.update(extra)
+    return st
+
+
+class TestTimeline(object):
+    def test_each_transition_records_its_event_in_utc(self):
+        st = {}
+        for left, entered in (('cordon', 'drain'), ('drain', 'label'), ('label', 'wait'), ('wait', 'verify'),
+                              ('verify', 'uncordon'), ('uncordon', 'done')):
+            pg.mark(st, left, entered, when=1764002401.5)
+        assert st['timeline'] == dict((e, '2025-11-24T16:40:01.500Z') for e in pg.TIMELINE_ORDER[1:])
+
+    def test_a_stay_a_retry_or_a_failure_records_nothing(self):
+        st = {}
+        for left, entered in (('wait', 'wait'), ('wait', 'label'), ('drain', 'failed'), ('label', 'label')):
+            pg.mark(st, left, entered)
+        assert 'timeline' not in st
+
+    def test_utc_iso_has_milliseconds_and_z(self):
+        assert pg.utc_iso(0) == '1970-01-01T00:00:00.000Z'
+        assert pg.utc_iso(1.2345) == '1970-01-01T00:00:01.234Z'
+
+
+class TestProgressFile(object):
+    def test_messages_are_numbered_and_the_newest_kept(self, tmp_path, monkeypatch):
+        monkeypatch.setattr(pg, 'KEEP_MESSAGES', 3)
+        path = tmp_path / 'p.json'
+        progress = pg.Progress(str(path), 'mig')
+        data = read(path)
+        assert (data['kind'], data['seq'], data['messages'], data['batches']) == ('mig', 0, [], 0)
+        for text in ('one', 'two', 'three', 'four'):
+            progress.message(text)
+        assert read(path)['messages'] == [[2, 'two'], [3, 'three'], [4, 'four']]
+        assert pg.new_lines(read(path), 2) == (['three', 'four'], 4)
+        assert pg.new_lines(read(path), 4) == ([], 4)
+
+    def test_batch_nodes_and_finished(self, tmp_path):
+        path = tmp_path / 'p.json'
+        progress = pg.Progress(str(path), 'sharing')
+        progress.batch(2, 5, ['n1', 'n2'])
+        assert read(path)['nodes'] == {'n1': 'cordon', 'n2': 'cordon'}
+        progress.nodes({'n1': {'phase': 'wait'}, 'n2': {'phase': 'failed', 'reason': 'stuck'}}, force=True)
+        data = read(path)
+        assert (data['batch'], data['batches'], data['nodes'], data['reasons']) == (
+            2, 5, {'n1': 'wait', 'n2': 'failed'}, {'n2': 'stuck'})
+        progress.finished(7)
+        data = read(path)
+        assert (data['done'], data['nodes']) == (7, {})
+
+    def test_node_phases_are_written_at_most_every_write_every(self, tmp_path, monkeypatch):
+        path = tmp_path / 'p.json'
+        progress = pg.Progress(str(path), 'mig')
+        progress.batch(1, 1, ['n1'])
+        monkeypatch.setattr(pg, 'WRITE_EVERY', 3600)
+        progress.nodes({'n1': {'phase': 'drain'}})
+        assert read(path)['nodes'] == {'n1': 'cordon'}, 'written before WRITE_EVERY passed'
+        progress.message('batch 1/1: n1')  # a message writes at once, with the phases known by then
+        assert read(path)['nodes'] == {'n1': 'drain'}
+
+    def test_without_a_path_nothing_is_written(self, tmp_path):
+        progress = pg.Progress(None)
+        progress.message('hello')
+        progress.batch(1, 1, ['n1'])
+        assert list(tmp_path.iterdir()) == [] and progress.data['seq'] == 1
+
+
+class TestStatusLine(object):
+    def test_planning(self):
+        assert pg.status_line({'kind': 'mig'}, 3) == 'mig rollout 3s: planning (or waiting for the rollout lock)'
+
+    def test_phases_in_order_with_reasons_and_done_count(self):
+        data = {'kind': 'mig', 'batch': 2, 'batches': 4, 'done': 5,
+                'nodes': {'c': 'wait', 'a': 'drain', 'b': 'drain', 'd': 'failed', 'e': 'done'},
+                'reasons': {'d': 'stuck after 600s: pending'}}
+        assert pg.status_line(data, 130) == (
+            'mig rollout 2m10s: batch 2/4 · draining: a, b · waiting for the node agent: c · '
+            'held: d (stuck after 600s: pending) · done: 6')
+
+    @pytest.mark.parametrize('seconds, words', [(0, '0s'), (9.4, '9s'), (65.2, '1m05s'), (3725, '1h02m05s'),
+                                                (None, '0s')])
+    def test_duration_words(self, seconds, words):
+        assert pg.duration_words(seconds) == words
+
+
+class TestSummary(object):
+    def test_one_row_per_node_aligned_with_totals(self):
+        held = done_node('node-b', phase='failed', reason='stuck after 600s: pending', evicted=[], duration_s=601)
+        lines = pg.summary_table({'nodes': [done_node('node-a'), held], 'untouched': ['node-c']}, title='MIG rollout')
+        assert lines == [
+            'MIG rollout: 2 node(s)',
+            'NODE    FROM -> TO                  DURATION  EVICTED  RESULT',
+            'node-a  all-disabled -> all-1g.5gb  1m15s     2        done',
+            'node-b  all-disabled -> all-1g.5gb  10m01s    0        held: stuck after 600s: pending',
+            'done 1, held 1, gone 0, not started 1',
+            'not started (untouched): node-c']
+
+    def test_several_results_skipped_ones_left_out(self):
+        lines = pg.summary_table([{'nodes': [done_node('a')]}, {'skipped': True}, {'nodes': [
+            done_node('b', phase='gone', reason='node deleted during the rollout')]}])
+        assert lines[2].startswith('a ') and lines[3].endswith('gone: node deleted during the rollout')
+        assert lines[-1] == 'done 1, held 0, gone 1, not started 0'
+
+    def test_check_mode_lists_the_plan(self):
+        plan = [{'batch': 1, 'nodes': [{'node': 'n1', 'from': None, 'to': 'v2', 'resume': True,
+                                        'pods_to_evict': ['ml/p'], 'blocking_pdbs': []}]}]
+        lines = pg.summary_table({'nodes': [], 'plan': plan})
+        assert lines[2].split() == ['n1', '-', '->', 'v2', '-', '1', 'planned', '(resumes', 'an', 'unfinished', 'run)']
+        assert lines[-1] == 'planned 1 (check mode: nothing was changed)'
+
+    def test_nothing_to_change(self):
+        assert pg.summary_table({'nodes': [], 'plan': []}, title='T') == ['T: nothing to change']
+        assert pg.summary_table([]) == ['GPU rollout: nothing to change']
+
+    @pytest.mark.parametrize('bad, words', [('text', 'item 0 is str'), ([{}, 3], 'item 1 is int'),
+                                            ({'nodes': 'n1'}, 'nodes must be a list')])
+    def test_bad_input_says_what_is_expected(self, bad, words):
+        with pytest.raises(ValueError, match=words):
+            pg.summary_table(bad)
+        with pytest.raises(AnsibleFilterError, match='rollout_summary_table: .*' + words):
+            rollout_summary_table(bad)
+        with pytest.raises(AnsibleFilterError, match='rollout_stats: .*' + words):
+            rollout_stats(bad, 'mig')
+
+
+class TestStats(object):
+    def test_keeps_what_the_next_job_needs(self):
+        a = done_node('a', timeline={'started': '2026-11-24T10:00:00.000Z', 'uncordoned': '2026-11-24T10:01:00.000Z'})
+        b = done_node('b', timeline={'started': '2026-11-24T09:59:00.000Z', 'cordoned': '2026-11-24T10:02:00.000Z'})
+        out = rollout_stats([{'changed': False, 'nodes': [a]}, {'changed': True, 'nodes': [b], 'untouched': ['c']}],
+                            'reset')
+        assert (out['kind'], out['changed'], out['untouched']) == ('reset', True, ['c'])
+        assert (out['started'], out['ended']) == ('2026-11-24T09:59:00.000Z', '2026-11-24T10:02:00.000Z')
+        assert set(out['nodes'][0]) == {'node', 'from', 'to', 'phase', 'changed', 'evicted', 'duration_s', 'timeline'}
+
+    def test_no_nodes(self):
+        assert rollout_stats({'nodes': []}, 'mig') == {'kind': 'mig', 'changed': False, 'nodes': [], 'untouched': [],
+                                                       'started': None, 'ended': None}
+
+
+def test_the_engine_fills_the_progress_file_and_the_timeline(tmp_path):
+    api = FakeApi([node('n1'), node('n2'), node('n3')], pods=[gpu_pod('train-1', 'n1')])
+    conn = Connection(core=api, policy=api, custom=api)
+    opts = dict((k, v['default']) for k, v in rollout_argument_spec('config').items() if 'default' in v)
+    opts.update(poll_interval=0.01, state_timeout=5, reboot_timeout=5, retry_stuck=False, check_mode=False,
+                max_unavailable=2)
+    path = tmp_path / 'progress.json'
+    logged = []
+    engine = NodeRollout(conn, FakeKind(), opts, log=logged.append, progress=pg.Progress(str(path), 'mig'))
+    nodes = dict((n['metadata']['name'], n) for n in engine.list_nodes())
+    result = engine.run({'n1': 'v2', 'n2': 'v2', 'n3': 'v2'}, nodes)
+    data = read(path)
+    texts = [text for _seq, text in data['messages']]
+    assert texts[:2] == ['batch 1/2: n1, n2', 'batch 1/2 ended: n1 done, n2 done'], texts
+    assert texts[2:] == ['batch 2/2: n3', 'batch 2/2 ended: n3 done'] and logged == texts
+    assert (data['batch'], data['batches'], data['done'], data['nodes']) == (2, 2, 3, {})
+    for st in result['nodes']:
+        assert list(st['timeline']) == list(pg.TIMELINE_ORDER), st['timeline']
+        assert sorted(st['timeline'].values()) == list(st['timeline'].values())
+        assert st['from'] is None and st['to'] == 'v2'
+    lines = pg.summary_table(result)
+    assert [line.split()[0] for line in lines[2:5]] == ['n1', 'n2', 'n3'] and lines[2].split()[-2:] == ['1', 'done']
+
+
+def test_phases_held_back_by_write_every_are_written_by_a_later_call(tmp_path, monkeypatch):
+    path = tmp_path / 'p.json'
+    progress = pg.Progress(str(path), 'mig')
+    progress.batch(1, 1, ['n1'])
+    monkeypatch.setattr(pg, 'WRITE_EVERY', 3600)
+    progress.nodes({'n1': {'phase': 'wait'}})
+    monkeypatch.setattr(pg, 'WRITE_EVERY', 0)
+    progress.nodes({'n1': {'phase': 'wait'}})  # unchanged since the last call, but never written
+    assert read(path)['nodes'] == {'n1': 'wait'}
+
+
+class TestDeadMansSwitch(object):
+    def test_unwatched_for(self, tmp_path):
+        alive = str(tmp_path / 'p.json.alive')
+        assert pg.unwatched_for(alive, since=100.0, now=130.0) == 30.0, 'never touched: counted from the start'
+        open(alive, 'w').close()
+        os.utime(alive, (200.0, 200.0))
+        assert pg.unwatched_for(alive, since=100.0, now=230.0) == 30.0
+        assert pg.unwatched_for(alive, since=210.0, now=230.0) == 20.0, 'a touch before the start does not count'
+
+    def test_stops_the_run_once_the_controller_is_silent(self, tmp_path, monkeypatch):
+        alive = str(tmp_path / 'p.json.alive')
+        clock = {'now': 1000.0, 'touches': 3}
+        killed = []
+
+        def sleep(seconds):
+            clock['now'] += seconds
+            if clock['touches']:  # the controller reads the progress three times, then is gone
+                clock['touches'] -= 1
+                open(alive, 'w').close()
+                os.utime(alive, (clock['now'], clock['now']))
+
+        monkeypatch.setattr(pg.time, 'sleep', sleep)
+        monkeypatch.setattr(pg.time, 'time', lambda: clock['now'])
+        monkeypatch.setattr(pg.os, 'kill', lambda pid, sig: killed.append((pid, sig, clock['now'])))
+        progress = pg.Progress(None)
+        progress._watch(alive, 10)
+        assert killed == [(os.getpid(), signal.SIGTERM, 1000.0 + 2.0 * 3 + 2.0 * 6)], killed
+        assert 'has not read the progress for 12s' in progress.data['messages'][-1][1]

@@ -1,0 +1,57 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, gpuops.gpu contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""What the rollout action prints from the progress file (plugin_utils/rollout_progress.py ``_Watcher``):
+each engine message once, a status line when it changes and at least every HEARTBEAT seconds. The action
+itself runs in tests/integration/test_awx_progress.py (an AWX-style job) and wherever a role rolls out."""
+
+from __future__ import (absolute_import, division, print_function)
+__metaclass__ = type
+
+from ansible_collections.gpuops.gpu.plugins.plugin_utils import rollout_progress as rp
+
+
+class Display(object):
+    def __init__(self):
+        self.lines = []
+
+    def display(self, text):
+        self.lines.append(text)
+
+
+class Clock(object):
+    def __init__(self):
+        self.now = 1000.0
+
+    def __call__(self):
+        return self.now
+
+
+def data(seq_texts, nodes=None, batch=1):
+    return {'kind': 'mig', 'batch': batch, 'batches': 2, 'done': 0, 'pid': 4242,
+            'messages': [list(m) for m in seq_texts], 'nodes': nodes or {}, 'reasons': {}}
+
+
+def test_messages_once_status_on_change_and_heartbeat(monkeypatch):
+    clock = Clock()
+    monkeypatch.setattr(rp.time, 'monotonic', clock)
+    display = Display()
+    watcher = rp._Watcher(display, 'Roll out')
+    watcher.show(None)
+    assert display.lines == [], 'nothing to show before the module wrote its file'
+    watcher.show(data([(1, 'batch 1/2: a, b')], {'a': 'drain', 'b': 'drain'}))
+    assert display.lines == ['  batch 1/2: a, b', '  mig rollout 0s: batch 1/2 · draining: a, b · done: 0']
+    assert watcher.pid == 4242
+    clock.now += 10
+    watcher.show(data([(1, 'batch 1/2: a, b')], {'a': 'drain', 'b': 'drain'}))
+    assert len(display.lines) == 2, 'unchanged and before the heartbeat: nothing new'
+    clock.now += rp.HEARTBEAT
+    watcher.show(None)  # the file could not be read this time: the last data counts
+    assert display.lines[-1] == '  mig rollout 35s: batch 1/2 · draining: a, b · done: 0'
+    clock.now += 1
+    watcher.show(data([(1, 'batch 1/2: a, b'), (2, 'API unavailable (x), retrying')], {'a': 'wait', 'b': 'drain'}))
+    assert display.lines[-2:] == ['  API unavailable (x), retrying',
+                                  '  mig rollout 36s: batch 1/2 · draining: b · waiting for the node agent: a · done: 0']
+    watcher.show(data([(3, 'batch 1/2 ended: a done, b done')]), final=True)
+    assert display.lines[-1] == '  batch 1/2 ended: a done, b done', 'the last messages, no status line at the end'
