@@ -5,8 +5,8 @@
 """MIG filters: thin wrappers over module_utils.gpu.catalog / mig_geometry.
 
 Documentation lives in the sidecar files mig_geometry_errors.yml,
-mig_capacity.yml, mig_profiles.yml, mig_parted_errors.yml, mig_plan.yml and
-mig_pending_demand.yml.
+mig_capacity.yml, mig_profiles.yml, mig_parted_errors.yml, mig_plan.yml,
+mig_pending_demand.yml and mig_quota_demand.yml.
 """
 
 from __future__ import (absolute_import, division, print_function)
@@ -22,7 +22,7 @@ from ansible_collections.gpuops.gpu.plugins.module_utils.gpu.geometry import (
 from ansible_collections.gpuops.gpu.plugins.module_utils.gpu.mig_parted import mig_parted_errors as _mig_parted_errors
 from ansible_collections.gpuops.gpu.plugins.module_utils.gpu.products import MigCatalogError, require_product
 from ansible_collections.gpuops.gpu.plugins.module_utils.plans.mig_demand import (
-    pending_demand, plan_mig_demand, plan_table)
+    pending_demand, plan_mig_demand, plan_table, quota_demand)
 
 
 def mig_geometry_errors(geometry, product, overrides=None):
@@ -70,6 +70,18 @@ def mig_pending_demand(pods, nodes, declared=None):
     return pending_demand(pods, nodes, declared)
 
 
+def mig_quota_demand(quotas, declared=None):
+    """The demand the GPU ResourceQuotas of namespaces allow (see mig_quota_demand.yml)."""
+    if isinstance(quotas, dict) and 'resources' in quotas:
+        quotas = quotas['resources']
+    if not isinstance(quotas, list):
+        raise AnsibleFilterError('mig_quota_demand: the input must be the ResourceQuotas (k8s_info resources), '
+                                 'a list')
+    if declared is not None and not isinstance(declared, dict):
+        raise AnsibleFilterError('mig_quota_demand: declared must be a demand, resource to count')
+    return quota_demand(quotas, declared)
+
+
 class FilterModule(object):
     """gpuops.gpu MIG filters."""
 
@@ -81,4 +93,5 @@ class FilterModule(object):
             'mig_parted_errors': mig_parted_errors,
             'mig_plan': mig_plan,
             'mig_pending_demand': mig_pending_demand,
+            'mig_quota_demand': mig_quota_demand,
         }

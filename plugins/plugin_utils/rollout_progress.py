@@ -77,7 +77,7 @@ class RolloutProgressAction(ActionBase):
         if job.get('failed') or 'ansible_job_id' not in job:
             return job
         poll = {'jid': job['ansible_job_id'], '_async_dir': async_dir}
-        watcher = _Watcher(self._display, self._task.get_name())
+        watcher = _Watcher(self._display)
         try:
             final = self._wait(poll, progress_file, watcher, task_vars)
         except BaseException:  # interrupted or timed out: do not leave the rollout running unseen
@@ -132,9 +132,8 @@ class RolloutProgressAction(ActionBase):
 class _Watcher(object):
     """What was printed so far, so each line is printed once."""
 
-    def __init__(self, display, task_name):
+    def __init__(self, display):
         self.display = display
-        self.task_name = task_name
         self.started = time.monotonic()
         self.seen = 0
         self.last_status = None

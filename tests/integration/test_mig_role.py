@@ -177,3 +177,24 @@ def test_pending_pods_run_after_one_demand_run(testbed, core, custom, namespace)
     assert rc == 0, raw[-3000:]
     assert changed_tasks(again) == [], changed_tasks(again)
     assert any('no node changes' in line for line in again[PLAN_TASK]['msg']), again[PLAN_TASK]['msg']
+
+
+def test_demand_from_resource_quotas_in_check_mode(testbed, core, custom, namespace):
+    """mig_demand_quota_namespaces: the namespace's requests.nvidia.com/mig-3g.40gb hard limit is the demand."""
+    have = sum(int((n.status.allocatable or {}).get('nvidia.com/mig-3g.40gb', 0)) for n in core.list_node().items)
+    wanted = have + 1                                  # more than the pool advertises: a node must change
+    core.create_namespaced_resource_quota(namespace, {
+        'apiVersion': 'v1', 'kind': 'ResourceQuota', 'metadata': {'name': 'mig'},
+        'spec': {'hard': {'requests.nvidia.com/mig-3g.40gb': str(wanted), 'requests.cpu': '4'}}})
+    before = snapshot(core, custom)
+    rc, results, raw = run_role(testbed.kubeconfig, 'mig', dict(DEMAND_VARS, mig_demand_quota_namespaces=[namespace]),
+                                check=True)
+    assert rc == 0, raw[-3000:]
+    shown = results['demand | Show the demand']['msg']
+    assert shown['demand'] == {'nvidia.com/mig-3g.40gb': wanted} and shown['quotas'] == [namespace + '/mig'], shown
+    rows = results[PLAN_TASK]['msg']
+    assert any(r.startswith('h100-') and 'mig-3g.40gb:+' in r for r in rows), rows
+    assert not any(r.startswith('a100-') for r in rows), rows
+    after = snapshot(core, custom)
+    assert facts_diff(before[0], after[0]) == [], 'check mode wrote to the nodes'
+    assert after[1:] == before[1:]

@@ -390,16 +390,20 @@ def test_a_rollout_whose_playbook_was_killed_is_stopped_by_its_worker(testbed, c
     """Only the main ansible-playbook process group killed (what a cancelled job or kill -9 of the playbook does):
     the worker running the task sees its playbook gone and stops the module at once (not after progress_timeout),
     the lock released."""
-    proc, path = start_rollout_process(testbed.kubeconfig, TRAINING, async_dir=str(tmp_path), max_unavailable=1)
+    slow(core, 30)  # 30 s per node: the rollout cannot end (4 nodes one by one) before the worker stops it
     try:
-        pid = module_pid(str(tmp_path))
-        wait_until('first cordon', lambda: any(core.read_node(n).spec.unschedulable for n in MIG_NODES), 60, 0.1)
+        proc, path = start_rollout_process(testbed.kubeconfig, TRAINING, async_dir=str(tmp_path), max_unavailable=1)
+        try:
+            pid = module_pid(str(tmp_path))
+            wait_until('first cordon', lambda: any(core.read_node(n).spec.unschedulable for n in MIG_NODES), 60, 0.1)
+        finally:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+            os.unlink(path)
+        killed = time.monotonic()
+        wait_until('the worker stopping the module', lambda: not alive(pid), 60, 0.2)
     finally:
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait()
-        os.unlink(path)
-    killed = time.monotonic()
-    wait_until('the worker stopping the module', lambda: not alive(pid), 60, 0.2)
+        slow(core, None)
     assert time.monotonic() - killed < 45, 'stopped only by the dead man\'s switch (progress_timeout is 60)'
     assert [n for n in MIG_NODES if labels(core, n).get('nvidia.com/mig.config.state') != 'success'
             or core.read_node(n).spec.unschedulable], 'the rollout ran to its end instead of stopping'
@@ -407,6 +411,13 @@ def test_a_rollout_whose_playbook_was_killed_is_stopped_by_its_worker(testbed, c
     res = rollout(testbed.kubeconfig, assignments=TRAINING, max_unavailable=2)
     assert res.get('failed') is not True, res.get('msg')
     assert_clean(core, MIG_NODES)
+
+
+def slow(core, seconds):
+    """Make the simulated MIG manager take ``seconds`` per reconfiguration on the MIG nodes (None: the default)."""
+    for name in MIG_NODES:
+        core.patch_node(name, {'metadata': {'annotations': {
+            'gpusim.gpuops.dev/reconfigure-seconds': None if seconds is None else str(seconds)}}})
 
 
 def assert_released(core):

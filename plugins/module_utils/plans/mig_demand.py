@@ -27,13 +27,16 @@ from ansible_collections.gpuops.gpu.plugins.module_utils.gpu.fleet import short_
 from ansible_collections.gpuops.gpu.plugins.module_utils.gpu.mig_parted import document_errors
 from ansible_collections.gpuops.gpu.plugins.module_utils.gpu.node import pod_gpu_requests, pod_key
 from ansible_collections.gpuops.gpu.plugins.module_utils.gpu.products import MigCatalogError, product_names
+from ansible_collections.gpuops.gpu.plugins.module_utils.gpu.quota import REQUESTS, normalise_quota
+from ansible_collections.gpuops.gpu.plugins.module_utils.gpu.sharing import SHARED_SUFFIX
 from ansible_collections.gpuops.gpu.plugins.module_utils.plans.mig_demand_pool import (
     ConfigOptions, add_resources, build_groups, positive, split_pool)
 from ansible_collections.gpuops.gpu.plugins.module_utils.plans.mig_demand_search import Search, greedy, plan_cost
 
 BUSY_POLICIES = ('keep', 'if_room', 'any')
 STRATEGIES = ('mixed', 'single')
-POLICY_DEFAULTS = {'busy_nodes': 'if_room', 'generate_configs': False, 'search_budget': 50000}
+POLICY_DEFAULTS = {'busy_nodes': 'if_room', 'generate_configs': False, 'per_gpu_configs': True,
+                   'search_budget': 50000}
 
 
 # ---------------------------------------------------------------------------
@@ -63,8 +66,9 @@ def _policy_errors(policy):
               for k in sorted(policy, key=str) if k not in POLICY_DEFAULTS]
     if policy.get('busy_nodes', 'if_room') not in BUSY_POLICIES:
         errors.append('policy.busy_nodes must be one of %s, got %r' % (', '.join(BUSY_POLICIES), policy['busy_nodes']))
-    if not isinstance(policy.get('generate_configs', False), bool):
-        errors.append('policy.generate_configs must be true or false, got %r' % (policy['generate_configs'],))
+    for flag in ('generate_configs', 'per_gpu_configs'):
+        if not isinstance(policy.get(flag, False), bool):
+            errors.append('policy.%s must be true or false, got %r' % (flag, policy[flag]))
     budget = policy.get('search_budget', 1)
     if not is_int(budget) or budget < 1:
         errors.append('policy.search_budget must be a positive integer, got %r' % (budget,))
@@ -143,9 +147,70 @@ def pending_demand(pods, nodes, declared=None):
             pending.append(pod_key(pod))
             for name, qty in wanted.items():
                 demand[name] = demand.get(name, 0) + qty
-    for name, qty in (declared or {}).items():
-        demand[name] = max(demand.get(name, 0), qty)
-    return {'demand': dict(sorted(demand.items())), 'pending': sorted(pending)}
+    return {'demand': raise_demand(demand, declared), 'pending': sorted(pending)}
+
+
+def raise_demand(demand, other):
+    """Per resource the larger of the two demands (sources are combined this way: each is a total the
+    pool must advertise, and the pods they count overlap, so they are not added)."""
+    out = dict(demand or {})
+    for name, qty in (other or {}).items():
+        out[name] = max(out.get(name, 0), qty)
+    return dict(sorted(out.items()))
+
+
+# ---------------------------------------------------------------------------
+# Demand from ResourceQuotas
+# ---------------------------------------------------------------------------
+
+def _quota_limits(quota):
+    """(namespace, scoped, {resource: hard count}, errors, 'ResourceQuota ns/name') of one ResourceQuota, for
+    the resources the planner plans (nvidia.com/gpu, nvidia.com/mig-*; not the .shared or HAMi ones), keys as
+    gpu/quota.py normalises them."""
+    meta, spec = quota.get('metadata') or {}, quota.get('spec') or {}
+    where = 'ResourceQuota %s/%s' % (meta.get('namespace'), meta.get('name'))
+    hard, errors = normalise_quota(spec.get('hard') or {})
+    limits = {}
+    for key, value in hard.items():
+        resource = key[len(REQUESTS):]
+        if key.startswith(REQUESTS) and _plannable(resource) and not resource.endswith(SHARED_SUFFIX):
+            limits[resource] = int(value)
+    scoped = bool(spec.get('scopes') or spec.get('scopeSelector'))
+    return meta.get('namespace'), scoped, limits, ['%s: %s' % (where, e) for e in errors], where
+
+
+def _namespace_limit(unscoped, scoped):
+    """What one namespace may request of a resource: Kubernetes enforces every quota, so the smallest
+    unscoped one; scoped quotas each cover some pods only, so together at most their sum."""
+    bounds = ([min(unscoped)] if unscoped else []) + ([sum(scoped)] if scoped else [])
+    return min(bounds)
+
+
+def quota_demand(quotas, declared=None):
+    """The demand the ResourceQuotas allow: per namespace what its quotas let it request
+    (``requests.nvidia.com/gpu``, ``requests.nvidia.com/mig-*`` hard limits; a bare ``nvidia.com/...`` key
+    counts as its ``requests.`` form), summed over the namespaces; ``declared`` raises it where it asks for more.
+
+    Returns ``{'demand': {...}, 'quotas': ['namespace/name', ...], 'errors': [...]}``; with errors (a bad
+    quantity, a GPU count that is not whole) the demand is empty.
+    """
+    per_namespace, counted, errors = {}, [], []
+    for quota in quotas or []:
+        if not isinstance(quota, dict):
+            errors.append('ResourceQuotas must be mappings (k8s_info resources), got %s' % type_name(quota))
+            continue
+        namespace, scoped, limits, quota_errors, where = _quota_limits(quota)
+        errors.extend(quota_errors)
+        if limits and not quota_errors:
+            counted.append(where.split(' ', 1)[1])
+        for resource, qty in limits.items():
+            per_namespace.setdefault((namespace, resource), ([], []))[1 if scoped else 0].append(qty)
+    if errors:
+        return {'demand': {}, 'quotas': [], 'errors': errors}
+    demand = {}
+    for (_namespace, resource), (unscoped, scoped) in per_namespace.items():
+        demand[resource] = demand.get(resource, 0) + _namespace_limit(unscoped, scoped)
+    return {'demand': raise_demand(positive(demand), declared), 'quotas': sorted(counted), 'errors': []}
 
 
 # ---------------------------------------------------------------------------
@@ -211,7 +276,7 @@ def plan_mig_demand(nodes, document, demand, strategy='mixed', policy=None, over
         return _empty(errors)
     settings = dict(POLICY_DEFAULTS)
     settings.update(policy)
-    catalog = ConfigOptions(document, strategy, settings['generate_configs'], overrides)
+    catalog = ConfigOptions(document, strategy, settings['generate_configs'], overrides, settings['per_gpu_configs'])
     candidates, skipped, fixed = split_pool(nodes, catalog, overrides)
     before = add_resources(dict(fixed), {})
     for node in candidates:

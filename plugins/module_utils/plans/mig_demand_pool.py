@@ -65,13 +65,21 @@ def _plus(geometry, name):
     return _with(geometry, name, geometry.get(name, 0) + 1)
 
 
-class ConfigOptions(object):
-    """Options per (product, GPU count), computed once: config name -> capacity."""
+def per_index_configs(document):
+    """Names of the configs with a per-GPU-index entry (C(devices) a list of indices, not C(all))."""
+    return set(name for name, entries in document['mig-configs'].items()
+               if any(entry.get('devices') != 'all' for entry in entries))
 
-    def __init__(self, document, strategy, generate, overrides):
+
+class ConfigOptions(object):
+    """Options per (product, GPU count), computed once: config name -> capacity. ``per_gpu`` false: configs
+    with per-GPU-index entries are no targets (they still give the capacity of a node that runs one)."""
+
+    def __init__(self, document, strategy, generate, overrides, per_gpu=True):
         self.document, self.strategy, self.generate, self.overrides = document, strategy, generate, overrides
         self.generated = {}
         self._options, self._validity = {}, {}
+        self._no_target = set() if per_gpu else per_index_configs(document)
 
     def options(self, product, gpus):
         key = (product, gpus)
@@ -81,6 +89,10 @@ class ConfigOptions(object):
 
     def capacity(self, config, product, gpus):
         return self.options(product, gpus).get(config)
+
+    def targets(self, product, gpus):
+        """The configs a node may change to (options less the per-GPU-index ones when they are not allowed)."""
+        return dict((name, cap) for name, cap in self.options(product, gpus).items() if name not in self._no_target)
 
     def _compute(self, product, gpus):
         options = {}
@@ -243,7 +255,7 @@ class _Group(object):
 def build_groups(nodes, catalog, resources, busy_policy):
     by_key = {}
     for node in nodes:
-        allowed = _allowed(node, catalog.options(node.product, node.gpus), busy_policy)
+        allowed = _allowed(node, catalog.targets(node.product, node.gpus), busy_policy)
         options = _pareto([(name, _delta(node, allowed[name], resources))
                            for name in sorted(allowed, key=_option_order)])
         if not options:

@@ -19,7 +19,7 @@ A100 = 'NVIDIA-A100-SXM4-40GB'
 
 def test_filter_names():
     assert sorted(FILTERS) == ['mig_capacity', 'mig_geometry_errors', 'mig_parted_errors', 'mig_pending_demand',
-                               'mig_plan', 'mig_profiles']
+                               'mig_plan', 'mig_profiles', 'mig_quota_demand']
 
 
 def test_mig_geometry_errors():
@@ -112,3 +112,15 @@ def test_mig_pending_demand_takes_the_gpu_nodes_info_result():
     assert FILTERS['mig_pending_demand']([pod], info) == {'demand': {'nvidia.com/mig-1g.5gb': 3}, 'pending': ['a/p']}
     with pytest.raises(AnsibleFilterError, match='pods and nodes must be lists'):
         FILTERS['mig_pending_demand']({'resources': []}, info)
+
+
+def test_mig_quota_demand_takes_the_k8s_info_result():
+    quota = {'metadata': {'namespace': 'a', 'name': 'q'}, 'spec': {'hard': {'requests.nvidia.com/mig-1g.5gb': '3'}}}
+    assert FILTERS['mig_quota_demand']({'resources': [quota]}) == {
+        'demand': {'nvidia.com/mig-1g.5gb': 3}, 'quotas': ['a/q'], 'errors': []}
+    assert FILTERS['mig_quota_demand']([quota], declared={'nvidia.com/mig-1g.5gb': 5})['demand'] == {
+        'nvidia.com/mig-1g.5gb': 5}
+    with pytest.raises(AnsibleFilterError, match='must be the ResourceQuotas'):
+        FILTERS['mig_quota_demand']('team-a')
+    with pytest.raises(AnsibleFilterError, match='declared must be a demand'):
+        FILTERS['mig_quota_demand']([quota], declared=['x'])

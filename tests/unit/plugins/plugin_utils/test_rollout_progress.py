@@ -37,7 +37,7 @@ def test_messages_once_status_on_change_and_heartbeat(monkeypatch):
     clock = Clock()
     monkeypatch.setattr(rp.time, 'monotonic', clock)
     display = Display()
-    watcher = rp._Watcher(display, 'Roll out')
+    watcher = rp._Watcher(display)
     watcher.show(None)
     assert display.lines == [], 'nothing to show before the module wrote its file'
     watcher.show(data([(1, 'batch 1/2: a, b')], {'a': 'drain', 'b': 'drain'}))

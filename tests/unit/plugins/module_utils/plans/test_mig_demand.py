@@ -369,7 +369,7 @@ def test_every_input_error_at_once():
         "nvidia.com/mig-<profile> (e.g. nvidia.com/mig-3g.40gb)",
         'demand: nvidia.com/mig-1g.5gb must be a non-negative integer, got -1',
         "strategy must be one of mixed, single, got 'none'",
-        "policy: unknown key 'budget'; known: busy_nodes, generate_configs, search_budget",
+        "policy: unknown key 'budget'; known: busy_nodes, generate_configs, per_gpu_configs, search_budget",
         "policy.busy_nodes must be one of keep, if_room, any, got 'never'",
     ]
     assert result['changes'] == [] and result['meetable'] is False
@@ -428,3 +428,118 @@ def test_pending_demand_plans_a_pool_that_runs_them():
     pods = [_pod('wait-%d' % i, {'nvidia.com/mig-3g.40gb': 1}) for i in range(3)]
     result = plan(nodes, md.pending_demand(pods, nodes)['demand'])
     assert result['meetable'] and result['assignments'] == [{'nodes': ['h1', 'h2'], 'config': 'all-3g.40gb'}]
+
+
+# ---------------------------------------------------------------------------
+# Policy: per-GPU-index configs
+# ---------------------------------------------------------------------------
+
+# A 2-GPU H100 node: only the per-index config 'split' gives both 3g.40gb instances and a whole GPU.
+PER_INDEX_DOC = {'version': 'v1', 'mig-configs': {
+    'all-disabled': [{'devices': 'all', 'mig-enabled': False}],
+    'h-1g.10gb': _uniform({'1g.10gb': 7}),
+    'split': [{'devices': [0], 'mig-enabled': True, 'mig-devices': {'3g.40gb': 2}},
+              {'devices': [1], 'mig-enabled': False}],
+}}
+
+
+def test_per_index_configs_are_targets_by_default():
+    result = plan([node('h1', H100, gpus=2)], {'nvidia.com/mig-3g.40gb': 2, 'nvidia.com/gpu': 1},
+                  document=PER_INDEX_DOC)
+    assert result['meetable'] and [c['to'] for c in result['changes']] == ['split']
+    assert result['capacity_after'] == {'nvidia.com/gpu': 1, 'nvidia.com/mig-3g.40gb': 2}
+
+
+def test_per_index_configs_off_makes_the_demand_unmeetable():
+    demand = {'nvidia.com/mig-3g.40gb': 2, 'nvidia.com/gpu': 1}
+    result = plan([node('h1', H100, gpus=2)], demand, document=PER_INDEX_DOC, per_gpu_configs=False)
+    assert result['meetable'] is False and result['changes'] == []
+    assert result['shortfall'] == {'nvidia.com/mig-3g.40gb': 2}
+    assert 'no config the pool may take adds it' in result['reasons'][0]
+    # a document-wide choice: a uniform config that helps is still taken
+    result = plan([node('h1', H100, gpus=2)], {'nvidia.com/mig-1g.10gb': 7}, document=PER_INDEX_DOC,
+                  per_gpu_configs=False)
+    assert [c['to'] for c in result['changes']] == ['h-1g.10gb']
+
+
+def test_a_node_running_a_per_index_config_keeps_its_capacity_when_they_are_off():
+    running = node('h1', H100, 'split', gpus=2)
+    result = plan([running], {'nvidia.com/mig-3g.40gb': 2, 'nvidia.com/gpu': 1}, document=PER_INDEX_DOC,
+                  per_gpu_configs=False)
+    assert result['meetable'] and result['changes'] == []
+    assert result['capacity_before'] == {'nvidia.com/gpu': 1, 'nvidia.com/mig-3g.40gb': 2}
+    assert pool.per_index_configs(PER_INDEX_DOC) == {'split'}
+
+
+def test_per_gpu_configs_must_be_a_boolean():
+    result = md.plan_mig_demand([node('h1', H100)], SMALL_DOC, {'nvidia.com/gpu': 1}, 'mixed',
+                                {'per_gpu_configs': 'no'})
+    assert result['errors'] == ["policy.per_gpu_configs must be true or false, got 'no'"]
+
+
+# ---------------------------------------------------------------------------
+# Demand from ResourceQuotas
+# ---------------------------------------------------------------------------
+
+def _quota(namespace, name, hard, scoped=False):
+    spec = {'hard': hard}
+    if scoped:
+        spec['scopeSelector'] = {'matchExpressions': [{'scopeName': 'PriorityClass', 'operator': 'In',
+                                                       'values': [name]}]}
+    return {'metadata': {'namespace': namespace, 'name': name}, 'spec': spec}
+
+
+def test_quota_demand_sums_namespaces_and_takes_the_smallest_quota_of_one():
+    quotas = [_quota('team-a', 'gpus', {'requests.nvidia.com/mig-3g.40gb': '4', 'requests.nvidia.com/gpu': 2,
+                                        'requests.cpu': '64', 'requests.nvidia.com/gpumem': '1000',
+                                        'requests.nvidia.com/mig-1g.5gb.shared': 8}),
+              _quota('team-a', 'tighter', {'requests.nvidia.com/mig-3g.40gb': 3}),   # both enforced: 3 counts
+              _quota('team-b', 'bare', {'nvidia.com/mig-3g.40gb': 2}),               # the bare key as requests.
+              _quota('team-c', 'high', {'requests.nvidia.com/mig-1g.10gb': 5}, scoped=True),
+              _quota('team-c', 'low', {'requests.nvidia.com/mig-1g.10gb': 4}, scoped=True),
+              _quota('team-d', 'cpu', {'requests.cpu': '8'})]
+    result = md.quota_demand(quotas)
+    assert result == {'demand': {'nvidia.com/gpu': 2, 'nvidia.com/mig-1g.10gb': 9, 'nvidia.com/mig-3g.40gb': 5},
+                      'quotas': ['team-a/gpus', 'team-a/tighter', 'team-b/bare', 'team-c/high', 'team-c/low'],
+                      'errors': []}
+
+
+def test_quota_demand_scoped_quotas_are_bounded_by_the_unscoped_one():
+    quotas = [_quota('team', 'all', {'requests.nvidia.com/gpu': 3}),
+              _quota('team', 'high', {'requests.nvidia.com/gpu': 2}, scoped=True),
+              _quota('team', 'low', {'requests.nvidia.com/gpu': 2}, scoped=True)]
+    assert md.quota_demand(quotas)['demand'] == {'nvidia.com/gpu': 3}
+    assert md.quota_demand(quotas[1:])['demand'] == {'nvidia.com/gpu': 4}
+
+
+def test_quota_demand_combines_with_the_declared_demand_per_resource_maximum():
+    quotas = [_quota('a', 'q', {'requests.nvidia.com/mig-3g.40gb': 4, 'requests.nvidia.com/mig-1g.10gb': 2})]
+    result = md.quota_demand(quotas, {'nvidia.com/mig-3g.40gb': 1, 'nvidia.com/mig-1g.10gb': 10,
+                                      'nvidia.com/gpu': 1})
+    assert result['demand'] == {'nvidia.com/gpu': 1, 'nvidia.com/mig-1g.10gb': 10, 'nvidia.com/mig-3g.40gb': 4}
+    # and the Pending pods' demand on top: still per resource the largest source
+    nodes = [node('h1', H100, requested={'nvidia.com/mig-3g.40gb': 6})]
+    assert md.pending_demand([], nodes, result['demand'])['demand']['nvidia.com/mig-3g.40gb'] == 6
+
+
+def test_quota_demand_bad_quantities_are_errors_and_no_demand():
+    quotas = [_quota('a', 'typo', {'requests.nvidia.com/mig-3g.40gb': 'four'}),
+              _quota('b', 'half', {'requests.nvidia.com/gpu': '1500m'}),
+              _quota('c', 'limits', {'limits.nvidia.com/gpu': 2}),
+              _quota('d', 'fine', {'requests.nvidia.com/gpu': 2}), 'not-a-quota']
+    result = md.quota_demand(quotas)
+    assert result['demand'] == {} and result['quotas'] == []
+    assert result['errors'] == [
+        "ResourceQuota a/typo: requests.nvidia.com/mig-3g.40gb: 'four' is not a Kubernetes quantity "
+        "(e.g. 4, '500m', '16Gi')",
+        "ResourceQuota b/half: requests.nvidia.com/gpu: '1500m' must be a whole number (GPU resources are counted "
+        "in whole units)",
+        'ResourceQuota c/limits: limits.nvidia.com/gpu is never enforced: Kubernetes quotas count extended '
+        'resources only as requests.<name> (their limits must equal their requests); use requests.nvidia.com/gpu',
+        'ResourceQuotas must be mappings (k8s_info resources), got string']
+
+
+def test_quota_demand_plans_an_h100_with_3g40gb():
+    quotas = [_quota('team', 'mig', {'requests.nvidia.com/mig-3g.40gb': 2})]
+    result = plan([node('a1', A100, gpus=1), node('h1', H100, gpus=1)], md.quota_demand(quotas)['demand'])
+    assert result['meetable'] and [(c['node'], c['to']) for c in result['changes']] == [('h1', 'all-3g.40gb')]
