@@ -98,6 +98,41 @@ def pytest_counts(junit):
     return total - bad - skipped, bad, skipped  # a skipped test is never counted as passed
 
 
+def file_times(junit, top=15):
+    """Log the test files that took longest (their tests' times summed, from the JUnit report): where the
+    time of a stage goes. With xdist the files run side by side, so the sum exceeds the stage's wall time."""
+    try:
+        root = ET.parse(junit).getroot()
+    except (OSError, ET.ParseError):
+        return
+    per_file = {}
+    for case in root.iter('testcase'):
+        name = (case.get('classname') or '?').split('.')[-1]
+        per_file[name] = per_file.get(name, 0.0) + float(case.get('time') or 0)
+    slowest = sorted(per_file.items(), key=lambda kv: -kv[1])[:top]
+    if slowest:
+        log('slowest test files (seconds, tests summed): ' + ', '.join('%s %.0f' % kv for kv in slowest))
+
+
+def cpu_times():
+    """(busy, total) jiffies of all CPUs since boot, from /proc/stat (None where there is none)."""
+    try:
+        with open('/proc/stat') as handle:
+            fields = [int(v) for v in handle.readline().split()[1:]]
+    except (OSError, ValueError):
+        return None
+    idle = fields[3] + (fields[4] if len(fields) > 4 else 0)  # idle + iowait
+    return sum(fields) - idle, sum(fields)
+
+
+def cpu_busy_since(start):
+    """'cpu busy N% of M cores' between ``start`` (cpu_times()) and now: how loaded the machine was."""
+    end = cpu_times()
+    if not start or not end or end[1] == start[1]:
+        return 'cpu load unknown'
+    return 'cpu busy %d%% of %d cores' % (round(100.0 * (end[0] - start[0]) / (end[1] - start[1])), os.cpu_count() or 1)
+
+
 def run_pytest(path, extra=None):
     # development only: GPUOPS_TESTS="tests/integration/test_hami.py -k removal" runs just that
     narrowed = os.environ.get('GPUOPS_TESTS', '').split()
@@ -106,9 +141,13 @@ def run_pytest(path, extra=None):
             f.startswith('test_') for _, _, fs in os.walk(os.path.join(COLL, path)) for f in fs):
         return None
     junit = os.path.join(BUILD, path.replace('/', '_') + '.xml')
+    started = cpu_times()
     rc, _ = run([sys.executable, '-m', 'pytest'] + path_args + ['-ra', '-p', 'no:cacheprovider',
                  '--junitxml', junit] + (extra or []), cwd=COLL)
     passed, failed, skipped = pytest_counts(junit)
+    if path == 'tests/integration':
+        file_times(junit)
+        log('integration: %s' % cpu_busy_since(started))
     if rc != 0 and failed == 0:
         failed = 1
     return passed, failed, skipped

@@ -43,6 +43,7 @@ from ansible_collections.gpuops.gpu.plugins.module_utils.rollout.progress import
 POLL_EVERY = 5.0     # seconds between two reads of the job and the progress file
 FIRST_POLL = 0.5     # the first read; the pause doubles up to POLL_EVERY
 HEARTBEAT = 25.0     # a status line at least this often, changed or not
+STOP_WAIT = 10.0     # stopping: how long to wait for a module not started yet to name its pid
 ASYNC_LIMIT = 30 * 24 * 3600  # the async wrapper's own time limit: the module's timeouts are what bound a rollout
 JOB_KEYS = ('ansible_job_id', 'started', 'finished', 'results_file', 'stdout', 'stderr', 'stdout_lines',
             'stderr_lines', 'erased', '_ansible_suppress_tmpdir_delete')
@@ -81,7 +82,7 @@ class RolloutProgressAction(ActionBase):
         try:
             final = self._wait(poll, progress_file, watcher, task_vars)
         except BaseException:  # interrupted or timed out: do not leave the rollout running unseen
-            self._stop(watcher.pid)
+            self._stop(watcher.pid, progress_file)
             raise
         finally:
             self._cleanup(poll, progress_file, task_vars)
@@ -115,7 +116,15 @@ class RolloutProgressAction(ActionBase):
     def _module(self, name, args, task_vars):
         return self._execute_module(module_name=name, module_args=args, task_vars=task_vars, wrap_async=False)
 
-    def _stop(self, pid):
+    def _stop(self, pid, progress_file):
+        """SIGTERM to the module. Its pid is in the progress file, which the module writes as it starts: when
+        the task is stopped before this action read it once (a playbook killed in its first second), read it now,
+        waiting up to STOP_WAIT seconds for the module to start."""
+        deadline = time.monotonic() + STOP_WAIT
+        while not pid and time.monotonic() < deadline:
+            pid = (self._read(progress_file) or {}).get('pid')
+            if not pid:
+                time.sleep(FIRST_POLL)
         if pid:
             self._low_level_execute_command('kill -TERM %d' % int(pid))
 

@@ -72,14 +72,16 @@ class Progress(object):
         self.data = {'format': FORMAT, 'pid': os.getpid(), 'kind': kind, 'seq': 0, 'messages': [],
                      'batch': 0, 'batches': 0, 'nodes': {}, 'reasons': {}, 'done': 0, 'updated': utc_iso()}
         self.written, self.dirty = 0.0, False
-        self._write()
         if path and threading.current_thread() is threading.main_thread():
-            signal.signal(signal.SIGTERM, _stop)  # the action plugin stops an abandoned run (see _stop)
+            # the action plugin stops an abandoned run (see _stop) with the pid it reads in the file: the
+            # handler is in place before the file names the pid
+            signal.signal(signal.SIGTERM, _stop)
             if timeout:
                 watchdog = threading.Thread(target=self._watch, args=(path + ALIVE_SUFFIX, timeout),
                                             name='gpuops-progress-watchdog')
                 watchdog.daemon = True
                 watchdog.start()
+        self._write()
 
     def _watch(self, alive, timeout):
         """The dead man's switch: stop this run (SIGTERM, see _stop) when the controller has not touched

@@ -55,3 +55,44 @@ def test_messages_once_status_on_change_and_heartbeat(monkeypatch):
                                   '  mig rollout 36s: batch 1/2 · draining: b · waiting for the node agent: a · done: 0']
     watcher.show(data([(3, 'batch 1/2 ended: a done, b done')]), final=True)
     assert display.lines[-1] == '  batch 1/2 ended: a done, b done', 'the last messages, no status line at the end'
+
+
+class Stopping(rp.RolloutProgressAction):
+    """The action's stop alone: the module's progress file as ``reads`` (one per read), the commands it ran."""
+
+    def __init__(self, reads):  # pylint: disable=super-init-not-called
+        self.reads, self.commands = list(reads), []
+
+    def _read(self, path):
+        assert path == '/async/progress.json'
+        return self.reads.pop(0) if self.reads else None
+
+    def _low_level_execute_command(self, cmd, **kwargs):
+        self.commands.append(cmd)
+        return {'rc': 0}
+
+
+def test_stop_signals_the_pid_it_knows():
+    action = Stopping([])
+    action._stop(4242, '/async/progress.json')
+    assert action.commands == ['kill -TERM 4242']
+
+
+def test_stop_before_the_first_read_takes_the_pid_from_the_file(monkeypatch):
+    """The playbook killed in the task's first second: the action never read the file, the module wrote it
+    meanwhile (or writes it a moment later): its pid is read then, not left to the dead man's switch."""
+    monkeypatch.setattr(rp.time, 'sleep', lambda s: None)
+    action = Stopping([None, None, data([])])
+    action._stop(None, '/async/progress.json')
+    assert action.commands == ['kill -TERM 4242']
+    assert action.reads == []
+
+
+def test_stop_gives_up_when_the_module_never_started(monkeypatch):
+    clock = Clock()
+    monkeypatch.setattr(rp.time, 'monotonic', clock)
+    monkeypatch.setattr(rp.time, 'sleep', lambda s: setattr(clock, 'now', clock.now + s))
+    action = Stopping([])
+    action._stop(None, '/async/progress.json')
+    assert action.commands == [], 'no pid, nothing to signal'
+    assert clock.now - 1000.0 >= rp.STOP_WAIT
