@@ -2,9 +2,11 @@
 # Copyright: (c) 2026, gpuops.gpu contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""Filter for the install roles: check their variables before the first write.
+"""Filters for the install roles: check their variables before the first write; what they install from
+when the mirror role ran.
 
-Thin wrapper over module_utils.plans.install; documentation in install_input_errors.yml.
+Thin wrappers over module_utils.plans.install and module_utils.plans.mirror_chain; documentation in
+install_input_errors.yml and install_mirror_defaults.yml.
 """
 
 from __future__ import (absolute_import, division, print_function)
@@ -13,6 +15,7 @@ __metaclass__ = type
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.gpuops.gpu.plugins.module_utils.plans import install as install_inputs
+from ansible_collections.gpuops.gpu.plugins.module_utils.plans import mirror_chain
 
 
 def install_input_errors(variables, role):
@@ -23,8 +26,17 @@ def install_input_errors(variables, role):
         raise AnsibleFilterError('install_input_errors: %s' % exc)
 
 
+def install_mirror_defaults(variables, role, mirror_result=None):
+    """CatalogSource, its namespace and Helm values of the nfd or gpu_operator role: its own variables first,
+    then what the mirror role published (mirror_result), then the public catalog."""
+    try:
+        return mirror_chain.install_sources(role, variables, mirror_result)
+    except ValueError as exc:
+        raise AnsibleFilterError('install_mirror_defaults: %s' % exc)
+
+
 class FilterModule(object):
     """gpuops.gpu install filters."""
 
     def filters(self):
-        return {'install_input_errors': install_input_errors}
+        return {'install_input_errors': install_input_errors, 'install_mirror_defaults': install_mirror_defaults}

@@ -4,10 +4,10 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 """Filters for air-gapped installs: the mirror plan, the public-registry check, pull-secret merge.
 
-Thin wrappers: the logic lives in module_utils.plans.mirror, module_utils.common.air_gap and
-module_utils.common.docker_config.
-Documentation is in the sidecar files mirror_plan.yml, public_registry_references.yml and
-docker_config_merge.yml.
+Thin wrappers: the logic lives in module_utils.plans.mirror, module_utils.plans.mirror_images,
+module_utils.common.air_gap and module_utils.common.docker_config.
+Documentation is in the sidecar files mirror_plan.yml, mirror_image_variables.yml,
+public_registry_references.yml and docker_config_merge.yml.
 """
 
 from __future__ import (absolute_import, division, print_function)
@@ -17,6 +17,7 @@ from ansible.errors import AnsibleFilterError
 
 from ansible_collections.gpuops.gpu.plugins.module_utils.common import air_gap, docker_config
 from ansible_collections.gpuops.gpu.plugins.module_utils.plans import mirror as plan_lib
+from ansible_collections.gpuops.gpu.plugins.module_utils.plans import mirror_images
 
 
 def mirror_plan(config, cluster=None):
@@ -24,6 +25,13 @@ def mirror_plan(config, cluster=None):
     if not isinstance(config, dict):
         raise AnsibleFilterError('mirror_plan: the input must be a mapping of settings')
     return plan_lib.mirror_plan(config, cluster)
+
+
+def mirror_image_variables(roles=None):
+    """Names of the role variables holding the collection's images and charts (of ``roles``; all when empty)."""
+    if roles and not isinstance(roles, (list, tuple)):
+        raise AnsibleFilterError('mirror_image_variables: the input must be a list of role names')
+    return mirror_images.variable_names(roles or None)
 
 
 def public_registry_references(objects, mirror=None, public_registries=None):
@@ -50,6 +58,7 @@ class FilterModule(object):
     def filters(self):
         return {
             'mirror_plan': mirror_plan,
+            'mirror_image_variables': mirror_image_variables,
             'public_registry_references': public_registry_references,
             'docker_config_merge': docker_config_merge,
         }

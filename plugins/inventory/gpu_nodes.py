@@ -29,8 +29,9 @@ description:
     return values of the same name of M(gpuops.gpu.gpu_nodes_info) mean.'
   - A cluster host has C(gpuops_cluster), C(gpuops_cluster_server) and C(gpuops_fleet_summary) (the RV(gpuops.gpu.gpu_nodes_info#module:summary)
     of its GPU nodes). The group C(cluster_<cluster>) has C(gpuops_cluster), C(gpuops_cluster_server) and the
-    connection settings that are not secret (C(gpuops_k8s_kubeconfig) when a path, C(gpuops_k8s_context),
-    C(gpuops_k8s_host)); tokens and passwords are never inventory variables.
+    connection settings that are not secret (C(gpuops_kubeconfig) when a path, C(gpuops_context),
+    C(gpuops_k8s_host), C(gpuops_k8s_ca_cert), C(gpuops_k8s_validate_certs), the variables every playbook of the
+    collection reads, so a cluster host runs them against its cluster); tokens and passwords are never inventory variables.
   - Each cluster is read with one node list and at most one pod list (paginated), whatever the number of nodes.
   - The configuration file must end with C(gpu_nodes.yml) or C(gpu_nodes.yaml).
 extends_documentation_fragment:
@@ -290,19 +291,27 @@ class InventoryModule(BaseInventoryPlugin, Constructable, Cacheable):
         return clusters
 
     def _connections(self):
-        """``(name or None, kubernetes.core connection settings, label selector)`` per cluster."""
+        """``(name or None, kubernetes.core connection settings, label selector, the settings the source itself
+        gives)`` per cluster. Only these become the cluster group's variables: a setting from the K8S_AUTH_*
+        environment (an AWX credential) is the environment of this inventory update, and a job gets its own."""
         selector = self.get_option('label_selector')
         entries = self.get_option('connections')
         if not entries:
-            auth = dict((key, self.get_option(key)) for key in groups.AUTH_KEYS if key not in ('proxy', 'no_proxy'))
-            return [(self.get_option('cluster_name'), auth, selector)]
+            keys = [key for key in groups.AUTH_KEYS if key not in ('proxy', 'no_proxy')]
+            given = dict((key, self.get_option_and_origin(key)) for key in keys)
+            auth = dict((key, value) for key, (value, _origin) in given.items())
+            shown = dict((key, value) for key, (value, origin) in given.items() if not str(origin).startswith('env'))
+            return [(self.get_option('cluster_name'), auth, selector, shown)]
         errors = groups.connection_errors(entries)
         if errors:
             raise GpuOpsError('the option connections is not valid: %s' % '; '.join(errors))
-        return [(entry['name'], dict((key, entry.get(key)) for key in groups.AUTH_KEYS),
-                 entry.get('label_selector') or selector) for entry in entries]
+        out = []
+        for entry in entries:
+            auth = dict((key, entry.get(key)) for key in groups.AUTH_KEYS)
+            out.append((entry['name'], auth, entry.get('label_selector') or selector, auth))
+        return out
 
-    def _read_cluster(self, name, auth, selector):
+    def _read_cluster(self, name, auth, selector, shown):
         """One cluster's GPU nodes: ``{'name', 'server', 'settings', 'nodes'}``."""
         if k8s_client.CoreV1Api is None or k8s_client.get_api_client is None:
             raise GpuOpsError('the kubernetes Python library and the kubernetes.core collection are required on the '
@@ -323,7 +332,7 @@ class InventoryModule(BaseInventoryPlugin, Constructable, Cacheable):
         except GpuOpsError as exc:
             raise GpuOpsError('%s%s' % (what, exc))
         return {'name': name or groups.cluster_name_from_server(server), 'server': server,
-                'settings': groups.public_settings(auth), 'nodes': nodes}
+                'settings': groups.public_settings(shown), 'nodes': nodes}
 
     def _populate(self, built):
         for group, variables in built['group_vars'].items():

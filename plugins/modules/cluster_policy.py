@@ -25,6 +25,10 @@ description:
   - Overrides are checked against the cluster's ClusterPolicy CRD schema (types, enums, unknown fields
     with a "did you mean") and every write is first sent as a server-side dry run with strict field
     validation, so a bad input fails before anything is stored.
+  - The spec about to be written (the stored fields included) is checked against driver combinations the
+    operator refuses only at reconcile time - C(driver.usePrecompiled) without C(driver.version), GPUDirect
+    Storage or GDRCopy with precompiled drivers, GPUDirect Storage 2.17.5 or later without
+    C(driver.kernelModuleType=open).
   - Waits for C(status.state=ready).
   - The GPU operator honours a single ClusterPolicy; the module refuses to create a second one.
 extends_documentation_fragment: [kubernetes.core.k8s_auth_options, gpuops.gpu.auth]

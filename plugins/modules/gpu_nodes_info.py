@@ -181,6 +181,18 @@ nodes:
       description: C(nvidia.com/device-plugin.config), the device-plugin configuration key the node uses.
       type: str
       sample: ts-4
+    driver_version:
+      description:
+        - The driver version from GFD's C(nvidia.com/cuda.driver-version.full) label (or the
+          C(nvidia.com/cuda.driver.major)/C(minor)/C(rev) labels); null when GFD has not labelled the node.
+      type: str
+      sample: 570.172.08
+    cuda_version:
+      description:
+        - The CUDA version the driver supports, from GFD's C(nvidia.com/cuda.runtime-version.full) label (or
+          C(nvidia.com/cuda.runtime.major)/C(minor)); null when not labelled.
+      type: str
+      sample: "12.8"
     deploy:
       description: The C(nvidia.com/gpu.deploy.<operand>) labels, by operand.
       type: dict

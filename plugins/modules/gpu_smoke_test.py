@@ -138,8 +138,61 @@ options:
     description: Delete the Jobs (and wait for their pods to go) before returning.
     type: bool
     default: true
+  fill:
+    description:
+      - Also run the fill test of every time-sliced or MPS-shared resource (C(nvidia.com/gpu) or
+        C(nvidia.com/gpu.shared) on a node whose C(nvidia.com/gpu.sharing-strategy) is V(time-slicing) or V(mps)),
+        per node and before the Jobs. With N free units (the advertised replicas, less what other pods request),
+        it starts N + O(fill_extra) bare pods requesting 1 unit each, pinned to the node, and passes when the
+        scheduler binds exactly N and leaves exactly O(fill_extra) Pending as Unschedulable. The pods are deleted
+        before the module goes on.
+      - MPS clients need no C(hostIPC) and no volume of their own. Each pod requests 1 unit in C(limits) and the
+        device plugin passes the MPS pipe directory and shared memory to the container. Each case reports the sharing mode.
+    type: bool
+    default: false
+  fill_extra:
+    description: Pods started beyond the free units of a shared resource (1 to 16), which must stay Pending.
+    type: int
+    default: 1
+  fill_command:
+    description:
+      - Command of the fill pods (O(image)). It must keep running while the test settles; a pod that ends frees
+        its unit and fails the case.
+    type: list
+    elements: str
+    default: [sleep, '3600']
+  load:
+    description:
+      - Optional load Jobs, run after the smoke Jobs, one Job per node advertising one of O(load.resources),
+        C(backoffLimit=0), pinned to the node, each pod requesting 1 unit. A node passes when its Job completes.
+      - V({duration}) in O(load.command) and O(load.args) is replaced by O(load.duration).
+    type: dict
+    suboptions:
+      image:
+        description: Image of the load, for example gpu-burn or dcgmproftester (from your mirror if air-gapped).
+        type: str
+        required: true
+      command:
+        description: Command; empty keeps the image entrypoint.
+        type: list
+        elements: str
+        default: []
+      args:
+        description: Arguments, for example V(["{duration}"]) for gpu-burn.
+        type: list
+        elements: str
+        default: []
+      duration:
+        description: Seconds the load runs; the Jobs are awaited for this plus O(timeout).
+        type: int
+        default: 60
+      resources:
+        description: Resources loaded, one Job per node advertising each.
+        type: list
+        elements: str
+        default: [nvidia.com/gpu]
   fail_on_error:
-    description: Fail when a case failed, stayed unschedulable, timed out or could not be created.
+    description: Fail when a case (of the smoke test, the fill test or the load) failed, stayed unschedulable, timed out or could not be created.
     type: bool
     default: true
   fail_on_no_capacity:
@@ -147,7 +200,8 @@ options:
     type: bool
     default: false
 notes:
-  - Needs RBAC to create, list and delete C(jobs), list C(pods) and get C(pods/log) in O(namespace).
+  - Needs RBAC to create, list and delete C(jobs), list C(pods) and get C(pods/log) in O(namespace); with
+    O(fill) also create and delete C(pods).
   - On virtual (KWOK) nodes the pods of Jobs complete at once and no log can be read.
 seealso:
   - module: gpuops.gpu.gpu_nodes_info
@@ -168,6 +222,16 @@ EXAMPLES = r'''
 - name: Show the result
   ansible.builtin.debug:
     msg: "{{ smoke.table.splitlines() }}"
+
+- name: Fill every time-sliced or MPS-shared GPU (one pod beyond its replicas must stay Pending), then burn each node
+  gpuops.gpu.gpu_smoke_test:
+    nodes: "{{ fleet.nodes }}"
+    fill: true
+    fill_extra: 1
+    load:
+      image: registry.example.com/gpu-burn:latest
+      args: ["{duration}"]
+      duration: 120
 
 - name: Every MIG profile on every node, from a mirror, without failing the play
   gpuops.gpu.gpu_smoke_test:
@@ -244,6 +308,65 @@ cases:
     log:
       description: Tail of the pod log, V(null) when it could not be read.
       type: str
+fill_cases:
+  description: One entry per node and shared resource of the fill test (empty without O(fill)).
+  returned: always
+  type: list
+  elements: dict
+  contains:
+    id:
+      description: Case number.
+      type: int
+    kind:
+      description: V(fill).
+      type: str
+    node:
+      description: The node.
+      type: str
+    resource:
+      description: The shared resource.
+      type: str
+      sample: nvidia.com/gpu
+    product:
+      description: The C(nvidia.com/gpu.product) label of the node.
+      type: str
+    sharing:
+      description: The sharing mode, V(time-slicing) or V(mps).
+      type: str
+    replicas:
+      description: C(nvidia.com/gpu.replicas) of the node.
+      type: int
+    allocatable:
+      description: Allocatable units of the resource on the node.
+      type: int
+    in_use:
+      description: Units requested by other pods when the nodes were read.
+      type: int
+    expect_running:
+      description: Pods that must be bound (the free units).
+      type: int
+    expect_pending:
+      description: Pods that must stay Pending (O(fill_extra)).
+      type: int
+    status:
+      description: V(passed), V(failed), V(timeout), V(error), V(no-capacity), V(skipped), or V(planned) in check mode.
+      type: str
+    reason:
+      description: Why the case was not run.
+      type: str
+    detail:
+      description: Pods bound and Pending against the expected numbers.
+      type: str
+      sample: 4 bound, 1 Pending (Unschedulable); expected 4 and 1
+    pods:
+      description: Names of the pods it would create (check mode).
+      type: list
+      elements: str
+load_cases:
+  description: One entry per node and resource of the load (empty without O(load)), with the keys of RV(cases).
+  returned: always
+  type: list
+  elements: dict
 summary:
   description: Number of cases by status.
   returned: always
@@ -288,6 +411,16 @@ def main():
         expect_output=dict(type='str', default=''),
         log_lines=dict(type='int', default=20),
         cleanup=dict(type='bool', default=True),
+        fill=dict(type='bool', default=False),
+        fill_extra=dict(type='int', default=1),
+        fill_command=dict(type='list', elements='str', default=['sleep', '3600']),
+        load=dict(type='dict', options=dict(
+            image=dict(type='str', required=True),
+            command=dict(type='list', elements='str', default=[]),
+            args=dict(type='list', elements='str', default=[]),
+            duration=dict(type='int', default=60),
+            resources=dict(type='list', elements='str', default=['nvidia.com/gpu']),
+        )),
         fail_on_error=dict(type='bool', default=True),
         fail_on_no_capacity=dict(type='bool', default=False),
     )), run, lazy=True)

@@ -8,7 +8,7 @@ __metaclass__ = type
 
 DOCUMENTATION = r'''
 module: olm_operator
-short_description: Install an operator through OLM, approving only the pinned version
+short_description: Install an operator through OLM, approving only the pinned version, or remove it
 version_added: 0.1.0
 author:
   - gpuops.gpu contributors (@gpuops)
@@ -30,6 +30,11 @@ description:
     C(Succeeded).
   - Returns the CSV's C(alm-examples) (parsed) and C(relatedImages), the input of
     M(gpuops.gpu.cluster_policy) and of image mirroring.
+  - With O(state=absent) it removes the operator - the Subscription, the CSV(s) it installed
+    (C(status.installedCSV) and C(status.currentCSV)) and the OperatorGroup, the latter only when gpuops.gpu
+    created it (label C(app.kubernetes.io/managed-by=gpuops.gpu)) and no other Subscription of the namespace
+    uses it - and waits until they are gone. The namespace and the operator's custom resources (for example
+    the ClusterPolicy, to be deleted before the operator) are left alone; see the gpuops.gpu.uninstall role.
 extends_documentation_fragment: [kubernetes.core.k8s_auth_options, gpuops.gpu.auth]
 attributes:
   check_mode:
@@ -37,8 +42,16 @@ attributes:
     details: Runs every check, writes nothing, returns the planned RV(actions); RV(csv) is the pinned or channel-head CSV.
   diff_mode:
     support: full
-    details: Namespace labels, OperatorGroup and Subscription spec before and after.
+    details: Namespace labels, OperatorGroup and Subscription spec before and after (with O(state=absent) what is deleted).
 options:
+  state:
+    description:
+      - C(present) installs the operator, C(absent) removes it (Subscription, its CSVs, and the OperatorGroup if
+        gpuops.gpu created it). With C(absent) only O(package), O(namespace), O(subscription_name), O(wait),
+        O(wait_timeout) and O(poll_interval) are used.
+    type: str
+    choices: [present, absent]
+    default: present
   package:
     description: OLM package name, for example C(gpu-operator-certified) or C(nfd).
     type: str
@@ -52,9 +65,8 @@ options:
     type: str
   source:
     description: CatalogSource the package comes from (C(certified-operators) for the GPU operator,
-      C(redhat-operators) for NFD, or the name of a mirrored catalog).
+      C(redhat-operators) for NFD, or the name of a mirrored catalog). Required with O(state=present).
     type: str
-    required: true
   source_namespace:
     description: Namespace of the CatalogSource.
     type: str
@@ -74,7 +86,8 @@ options:
     description: Name of the Subscription. Default is O(package).
     type: str
   create_namespace:
-    description: Create O(namespace) when it does not exist.
+    description: Create O(namespace) when it does not exist (labelled C(app.kubernetes.io/managed-by=gpuops.gpu),
+      so that the gpuops.gpu.uninstall role may delete it again).
     type: bool
     default: true
   namespace_labels:
@@ -99,11 +112,12 @@ options:
         for the operator's own Deployment. Tolerations are validated.
     type: dict
   wait:
-    description: Wait for the CSV to be C(Succeeded) (approving the pinned InstallPlan on the way).
+    description: Wait for the CSV to be C(Succeeded) (approving the pinned InstallPlan on the way); with
+      O(state=absent), wait until the deleted objects are gone.
     type: bool
     default: true
   wait_timeout:
-    description: Seconds to wait for the CSV.
+    description: Seconds to wait for the CSV (with O(state=absent), for the deleted objects to be gone).
     type: int
     default: 600
   poll_interval:
@@ -150,6 +164,15 @@ EXAMPLES = r'''
         - key: node-role.kubernetes.io/infra
           operator: Exists
           effect: NoSchedule
+
+- name: Remove the GPU operator (delete the ClusterPolicy first; the namespace stays)
+  gpuops.gpu.olm_operator:
+    package: gpu-operator-certified
+    namespace: nvidia-gpu-operator
+    state: absent
+  register: removed
+  # removed.actions: ["delete Subscription nvidia-gpu-operator/gpu-operator-certified",
+  #                   "delete ClusterServiceVersion nvidia-gpu-operator/gpu-operator-certified.v25.10.1", ...]
 '''
 
 RETURN = r'''
@@ -219,6 +242,11 @@ actions:
   returned: always
   type: list
   elements: str
+removed_csvs:
+  description: With O(state=absent), the CSVs deleted (in check mode, to delete).
+  returned: when O(state=absent)
+  type: list
+  elements: str
 rolled_back:
   description: Objects this run created and deleted again because OLM could not resolve the Subscription.
   returned: failure
@@ -235,15 +263,22 @@ duration_s:
 '''
 
 from ansible_collections.gpuops.gpu.plugins.module_utils.k8s.runner import argument_spec, gpu_module, run_module
-from ansible_collections.gpuops.gpu.plugins.module_utils.ops.olm import run
+from ansible_collections.gpuops.gpu.plugins.module_utils.ops import olm, olm_remove
+
+
+def run(conn, params, check_mode):
+    if params['state'] == 'absent':
+        return olm_remove.run(conn, params, check_mode)
+    return olm.run(conn, params, check_mode)
 
 
 def main():
     run_module(gpu_module(argument_spec=argument_spec(
+        state=dict(type='str', choices=['present', 'absent'], default='present'),
         package=dict(type='str', required=True),
         namespace=dict(type='str', required=True),
         channel=dict(type='str'),
-        source=dict(type='str', required=True),
+        source=dict(type='str'),
         source_namespace=dict(type='str', default='openshift-marketplace'),
         starting_csv=dict(type='str'),
         approval=dict(type='str', choices=['Manual', 'Automatic'], default='Manual'),
@@ -257,7 +292,7 @@ def main():
         wait_timeout=dict(type='int', default=600),
         catalog_timeout=dict(type='int', default=120),
         poll_interval=dict(type='float', default=2.0),
-    )), run)
+    ), required_if=[('state', 'present', ['source'])]), run)
 
 
 if __name__ == '__main__':

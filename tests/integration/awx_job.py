@@ -135,6 +135,7 @@ def run_job(workdir, template, credential, survey=None, launch_vars=None, job_ty
     with open(os.path.join(pdd, 'inventory', 'hosts.json'), 'w') as handle:
         json.dump({'all': {'hosts': {'localhost': host_vars}}}, handle)
     for name, text in (inventory_files or {}).items():
+        os.makedirs(os.path.dirname(os.path.join(pdd, 'inventory', name)), exist_ok=True)
         with open(os.path.join(pdd, 'inventory', name), 'w') as handle:
             handle.write(text)
 

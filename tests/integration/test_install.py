@@ -17,7 +17,7 @@ import yaml
 from kubernetes import client
 
 import conftest
-from ansible_run import run_play_stats
+from ansible_run import include, run_play_stats
 from policy_helpers import CP, DEDICATED, GPU_TOL, INSTALL_ROLES, INSTALL_VARS
 from role_cases import assert_failed, failure_cases
 
@@ -322,3 +322,91 @@ def test_existing_policy_is_patched_only_where_asked(testbed, package_api, custo
     assert spec['devicePlugin']['config'] == {'name': 'sharing', 'default': 'none'}
     assert spec['mig'] == {'strategy': 'mixed'} and spec['daemonsets']['tolerations'] == [DEDICATED, GPU_TOL]
     assert results['policy']['state'] == 'ready'
+
+
+# --- uninstall (these run last: they remove what the cases above installed, then install it again) -----------
+
+UNINSTALL = [include('uninstall')]
+USER_LABEL = ('gpuops.dev/team', 'ml')
+
+
+def _uninstall_state(custom, core):
+    """What the uninstall removes or must leave alone."""
+    return {'namespaces': sorted(namespaces(core) & {GPU_NS, 'openshift-nfd'}),
+            'subscriptions': sorted(s['metadata']['name'] for s in items(custom, 'subscriptions')),
+            'csvs': sorted(c['metadata']['name'] for ns in (GPU_NS, 'openshift-nfd') if ns in namespaces(core)
+                           for c in items(custom, 'clusterserviceversions', ns)),
+            'policies': [p['metadata']['name'] for p in items(custom, 'clusterpolicies', version='v1', group='nvidia.com')]}
+
+
+@pytest.fixture(scope='module')
+def user_objects(testbed, core):
+    """A ConfigMap and a node label of the user's, which the uninstall must leave alone."""
+    core.create_namespaced_config_map('default', client.V1ConfigMap(
+        metadata=client.V1ObjectMeta(name='gpu-notes', labels={'team': 'ml'}), data={'a': 'b'}))
+    core.patch_node('t4-0', {'metadata': {'labels': dict([USER_LABEL])}})
+    return 'gpu-notes'
+
+
+def test_uninstall_check_mode_prints_the_plan_and_writes_nothing(testbed, package_api, custom, core, user_objects):
+    before, state = snapshot(custom, core), _uninstall_state(custom, core)
+    assert state['namespaces'] == [GPU_NS, 'openshift-nfd'] and state['policies'] == ['gpu-cluster-policy']
+    rc, results, stats, raw = run_play_stats(testbed.kubeconfig, UNINSTALL, check=True, diff=True)
+    assert rc == 0, raw
+    plan = results['Show the plan']['msg']
+    assert plan[0] == 'custom resources: ClusterPolicy gpu-cluster-policy', plan
+    assert plan[-1] == 'namespaces: Namespace %s, Namespace openshift-nfd' % GPU_NS, plan
+    olm = results['operator | Remove the OLM Subscription, its CSV and the OperatorGroup gpuops.gpu created']
+    assert olm['changed'] and olm['actions'][:2] == [
+        'delete Subscription %s/gpu-operator-certified' % GPU_NS, 'delete ClusterServiceVersion %s/%s' % (GPU_NS, PINNED)], olm
+    assert stats.get('changed', 0) >= 4, raw
+    assert snapshot(custom, core) == before and _uninstall_state(custom, core) == state
+
+
+def test_uninstall_refuses_while_a_gpu_pod_runs(testbed, package_api, custom, core, user_objects):
+    pod = client.V1Pod(metadata=client.V1ObjectMeta(name='train', namespace='default'), spec=client.V1PodSpec(
+        node_name='t4-0', tolerations=[client.V1Toleration(**GPU_TOL), client.V1Toleration(**DEDICATED)],
+        containers=[client.V1Container(name='c', image='registry.invalid/cuda:12', resources=client.V1ResourceRequirements(
+            limits={'nvidia.com/gpu': '1'}))]))
+    core.create_namespaced_pod('default', pod)
+    try:
+        before = snapshot(custom, core)
+        rc, results, _stats, raw = run_play_stats(testbed.kubeconfig, UNINSTALL)
+        assert rc != 0, raw
+        msg = ' '.join(results['Refuse while GPU workloads run (nothing was changed)']['msg'])
+        assert 'default/train on t4-0 (nvidia.com/gpu)' in msg and 'uninstall_force: true' in msg, msg
+        assert snapshot(custom, core) == before
+    finally:
+        core.delete_namespaced_pod('train', 'default', grace_period_seconds=0)
+    conftest.wait_until('the GPU pod to be gone', lambda: not [
+        p for p in core.list_namespaced_pod('default').items if p.metadata.name == 'train'], 30)
+
+
+def test_uninstall_removes_what_gpuops_created_and_leaves_user_objects(testbed, package_api, custom, core,
+                                                                       user_objects):
+    rc, results, stats, raw = run_play_stats(testbed.kubeconfig, UNINSTALL)
+    assert rc == 0, raw
+    assert _uninstall_state(custom, core) == {'namespaces': [], 'subscriptions': [], 'csvs': [], 'policies': []}
+    assert not [og for og in items(custom, 'operatorgroups', version='v1')
+                if og['metadata']['namespace'] in (GPU_NS, 'openshift-nfd')]
+    assert core.read_namespaced_config_map(user_objects, 'default').data == {'a': 'b'}
+    assert core.read_node('t4-0').metadata.labels.get(USER_LABEL[0]) == USER_LABEL[1]
+    # the catalogs (not created by gpuops.gpu) stay
+    assert {'certified-operators', 'redhat-operators'} <= set(
+        c['metadata']['name'] for c in items(custom, 'catalogsources', 'openshift-marketplace'))
+
+
+def test_second_uninstall_changes_nothing(testbed, package_api, custom, core, user_objects):
+    rc, _results, stats, raw = run_play_stats(testbed.kubeconfig, UNINSTALL)
+    assert rc == 0, raw
+    assert stats.get('changed') == 0, raw
+
+
+def test_install_again_after_uninstall_converges(testbed, package_api, custom, core, user_objects):
+    rc, _results, _stats, raw = run_play_stats(testbed.kubeconfig, INSTALL_ROLES, vars=VARS)
+    assert rc == 0, raw
+    state = _uninstall_state(custom, core)
+    assert state['namespaces'] == [GPU_NS, 'openshift-nfd'] and state['policies'] == ['gpu-cluster-policy']
+    assert PINNED in state['csvs']
+    assert custom.get_cluster_custom_object(*CP, 'gpu-cluster-policy')['status']['state'] == 'ready'
+    assert core.read_node('t4-0').metadata.labels.get(USER_LABEL[0]) == USER_LABEL[1]

@@ -11,7 +11,7 @@ import os
 
 import pytest
 
-from ansible_run import run_play_stats
+from ansible_run import include, run_play_stats
 from cluster_policy_example import gpu_operator_module_dir
 from policy_helpers import CP, DEDICATED, GPU_TOL, INSTALL_ROLES, INSTALL_VARS
 
@@ -73,3 +73,72 @@ def test_helm_install_then_no_change_and_check_mode(testbed, variables, core, ap
     assert releases(core) == {'node-feature-discovery': 1, 'gpu-operator': 1}
     policy = custom.get_cluster_custom_object(*CP, 'cluster-policy')
     assert policy['metadata']['resourceVersion'] == rv and policy['spec']['mig'] == {'strategy': 'mixed'}
+
+
+DRIVERS = ('nvidia.com', 'v1alpha1', 'nvidiadrivers')
+DRIVER_SETTINGS = {
+    'gpu_operator_driver_version': '580.95.05',
+    'gpu_operator_driver_kernel_module_type': 'open',
+    'gpu_operator_driver_rdma_enabled': True,
+    'gpu_operator_driver_rdma_use_host_mofed': True,
+    'gpu_operator_driver_pools': [
+        {'name': 'training', 'node_selector': {'gpuops.dev/pool': 'training'}},
+        {'name': 'inference', 'node_selector': {'gpuops.dev/pool': 'inference'}, 'version': '570.172.08',
+         'kernel_module_type': 'proprietary', 'spec': {'priorityClassName': 'system-node-critical'}},
+    ],
+}
+FLEET_TASKS = [
+    {'name': 'fleet', 'gpuops.gpu.gpu_nodes_info': {}, 'register': 'fleet'},
+    {'name': 'table', 'ansible.builtin.debug': {'msg': '{{ fleet | gpuops.gpu.gpu_fleet_table }}'}},
+]
+
+
+def drivers(custom):
+    return dict((d['metadata']['name'], d) for d in custom.list_cluster_custom_object(*DRIVERS)['items'])
+
+
+def test_typed_driver_settings_and_pools_then_no_change_and_bad_input_writes_nothing(testbed, variables, custom):
+    settings = dict(variables, **DRIVER_SETTINGS)
+    rc, _results, _stats, raw = run_play_stats(testbed.kubeconfig, [include('gpu_operator')], vars=settings)
+    assert rc == 0, raw
+    policy = custom.get_cluster_custom_object(*CP, 'cluster-policy')
+    driver = policy['spec']['driver']
+    assert (driver['version'], driver['kernelModuleType'], driver['useNvidiaDriverCRD']) == ('580.95.05', 'open', True)
+    assert driver['rdma'] == {'enabled': True, 'useHostMofed': True}
+    assert policy['spec']['mig'] == {'strategy': 'mixed'}                 # the raw settings still apply
+    pools = drivers(custom)
+    assert sorted(pools) == ['inference', 'training']
+    assert pools['training']['spec']['nodeSelector'] == {'gpuops.dev/pool': 'training'}
+    assert (pools['training']['spec']['version'], pools['training']['spec']['kernelModuleType']) == ('580.95.05', 'open')
+    assert (pools['inference']['spec']['version'], pools['inference']['spec']['kernelModuleType'],
+            pools['inference']['spec']['priorityClassName']) == ('570.172.08', 'proprietary', 'system-node-critical')
+    assert pools['inference']['metadata']['labels']['app.kubernetes.io/managed-by'] == 'gpuops.gpu'
+    rv = policy['metadata']['resourceVersion']
+    pool_rvs = dict((name, d['metadata']['resourceVersion']) for name, d in pools.items())
+
+    # again: nothing changes; the fleet table shows each node's driver as GFD labels it
+    rc, results, stats, raw = run_play_stats(testbed.kubeconfig, [include('gpu_operator')] + FLEET_TASKS,
+                                             vars=settings)
+    assert rc == 0 and stats.get('changed') == 0, raw
+    table = results['table']['msg'].split('\n')
+    col = table[0].index('DRIVER')
+    assert table[0][col:].split()[:2] == ['DRIVER', 'CUDA']
+    rows = dict((line.split()[0], line[col:].split()[:2]) for line in table[1:] if line and line[0] != ' ')
+    assert rows['a100-0'] == ['580.95.05', '13.0'], table          # gpusim's configured driver (simulation.driver)
+    assert all(n['driver_version'] == '580.95.05' for n in results['fleet']['nodes']), results['fleet']['nodes']
+
+    # bad input fails before any write: NVIDIA's rule (precompiled needs the branch) ...
+    rc, _results, _stats, raw = run_play_stats(testbed.kubeconfig, [include('gpu_operator')], vars=dict(
+        settings, gpu_operator_driver_use_precompiled=True, gpu_operator_driver_version=''))
+    assert rc != 0 and 'usePrecompiled needs' in raw, raw
+    # ... and pools whose nodes overlap, with a field the NVIDIADriver schema does not know
+    bad_pools = DRIVER_SETTINGS['gpu_operator_driver_pools'] + [
+        {'name': 'all-gpus', 'spec': {'priorityClass': 'x'}}]
+    rc, _results, _stats, raw = run_play_stats(testbed.kubeconfig, [include('gpu_operator')], vars=dict(
+        settings, gpu_operator_driver_pools=bad_pools, gpu_operator_driver_version='580.126.09'))
+    assert rc != 0, raw
+    assert "node a100-0 is selected by pool 'training' and pool 'all-gpus'" in raw, raw
+    assert "unknown field 'priorityClass'; did you mean 'priorityClassName'?" in raw, raw
+    policy = custom.get_cluster_custom_object(*CP, 'cluster-policy')
+    assert policy['metadata']['resourceVersion'] == rv and policy['spec']['driver']['version'] == '580.95.05'
+    assert dict((name, d['metadata']['resourceVersion']) for name, d in drivers(custom).items()) == pool_rvs

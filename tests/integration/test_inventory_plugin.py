@@ -20,9 +20,11 @@ import pytest
 import yaml
 from ansible_run import run_role
 from awx_job import bearer_token_credential, run_job
-from conftest import gpu_pod, wait_until
+from conftest import REPO, gpu_pod, wait_until
 
 SA, SA_NS = 'gpuops-inventory', 'gpuops-inventory'
+# the source of the AWX inventory the collection defines (extensions/awx/inventories.yml)
+AWX_SOURCE = os.path.join(REPO, 'extensions', 'awx', 'inventory', 'gpu_fleet.gpu_nodes.yml')
 GROUP_LABEL = 'gpuops.dev/node-group'
 POOL_LABEL = 'gpuops.dev/pool'
 NOT_TERMINAL = ('Succeeded', 'Failed')
@@ -125,10 +127,11 @@ def test_kubeconfig_source_groups_and_host_variables(testbed, core, gpu_nodes, n
     try:
         rc, data, raw = inventory(tmp_path, {
             'plugin': 'gpuops.gpu.gpu_nodes', 'cluster_name': 'prod', 'host_labels': [GROUP_LABEL],
+            'kubeconfig': str(kubeconfig),
             'compose': {'gpus_total': "gpuops_allocatable['nvidia.com/gpu'] | default(0)"},
             'groups': {'eight_gpus': 'gpuops_gpu_count == 8'},
             'keyed_groups': [{'key': "gpuops_labels['%s']" % GROUP_LABEL, 'prefix': 'group'}],
-        }, {'K8S_AUTH_KUBECONFIG': str(kubeconfig)})
+        }, {})
     finally:
         core.patch_node(cordoned, {'spec': {'unschedulable': False}})
     assert rc == 0, raw[-4000:]
@@ -158,7 +161,7 @@ def test_kubeconfig_source_groups_and_host_variables(testbed, core, gpu_nodes, n
             (k, int(v)) for k, v in node.status.allocatable.items() if k.startswith('nvidia.com/'))
         assert host['gpus_total'] == int(node.status.allocatable['nvidia.com/gpu'])
         assert host['gpuops_requested'].get('nvidia.com/gpu', 0) == expected_requested(core, name)
-        assert host['gpuops_k8s_kubeconfig'] == str(kubeconfig)  # the cluster group's variable
+        assert host['gpuops_kubeconfig'] == str(kubeconfig)  # the cluster group's variable, as the playbooks read it
     assert hostvars[busy]['gpuops_requested']['nvidia.com/gpu'] >= 2
     assert hostvars[cordoned]['gpuops_cordoned'] is True
 
@@ -219,10 +222,21 @@ def test_awx_job_targets_a_product_group_of_the_inventory_source(testbed, gpu_no
     job = run_job(tmp_path, {'name': 'gpu inventory report', 'playbook': 'playbooks/inventory_report.yml'},
                   bearer_token_credential(testbed.kubeconfig, token), ident='inventory',
                   project_files={'playbooks/inventory_report.yml': yaml.safe_dump(play)},
-                  inventory_files={'gpu.gpu_nodes.yml': 'plugin: gpuops.gpu.gpu_nodes\n'})
+                  inventory_files={'gpu_fleet.gpu_nodes.yml': open(AWX_SOURCE).read()})
     assert (job.status, job.rc) == ('successful', 0), job.stdout[-4000:]
     reported = dict((e['event_data']['host'], e['event_data']['res']['msg']) for e in job.events
                     if e.get('event') == 'runner_on_ok' and e['event_data'].get('task') == 'Report the node')
     assert sorted(reported) == members
     for name in members:
         assert reported[name].startswith('%s %s {' % (name, (gpu_nodes[name].get('labels') or {}).get(POOL_LABEL)))
+    # the source's cluster host (group gpu_clusters) is what every playbook of the collection targets with
+    # gpuops_clusters=gpu_clusters (docs/multi-cluster.md): the fleet report runs once, for that cluster
+    job = run_job(tmp_path, {'name': 'report', 'playbook': 'playbooks/report.yml',
+                             'extra_vars': {'gpuops_clusters': 'gpu_clusters'}},
+                  bearer_token_credential(testbed.kubeconfig, token), ident='clusters',
+                  inventory_files={'gpu_fleet.gpu_nodes.yml': open(AWX_SOURCE).read(),
+                                   # the EE's python3 is the one with the kubernetes library; here, the test's
+                                   'group_vars/gpu_clusters.yml': 'ansible_python_interpreter: %s\n' % sys.executable})
+    assert (job.status, job.rc) == ('successful', 0), job.stdout[-4000:]
+    recap = [e['event_data'] for e in job.events if e['event'] == 'playbook_on_stats'][-1]
+    assert len(recap['ok']) == 1 and not set(recap['ok']) & set(gpu_nodes), recap['ok']

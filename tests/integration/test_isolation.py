@@ -5,15 +5,13 @@ reset) runs at cluster A, once through `-e gpuops_kubeconfig=... -e gpuops_conte
 the K8S_AUTH_KUBECONFIG / K8S_AUTH_CONTEXT environment alone (ansible-runner, as an AWX job with a
 kubeconfig credential). Afterwards B must be exactly as before: every object of every listable API
 resource, compared by resourceVersion; an object whose resourceVersion moved must differ in nothing but its
-status and the heartbeats of the simulated node agents (the exact rules: _fingerprint()). A must show
+status and the heartbeats of the simulated node agents (the exact rules: cluster_snapshot.fingerprint()). A must show
 the work done (Helm releases, ClusterPolicy, quotas, ServiceAccount).
 
 The Helm paths are the ones that went to the default cluster before meta/runtime.yml's action group
 extended kubernetes.core.helm: nfd and gpu_operator with install_method helm, the console-plugin chart
 (monitoring), HAMi (hami, and reset removing it)."""
 
-import copy
-import json
 import os
 import subprocess
 import sys
@@ -29,6 +27,7 @@ from cluster_policy_example import gpu_operator_csv_path, gpu_operator_module_di
 from conftest import REPO, create_namespace, virtual_gpu_cluster, wait_until
 from policy_helpers import CP, INSTALL_VARS
 from hami_helpers import STANDIN_CHART as HAMI_STANDIN_CHART
+from cluster_snapshot import changes, settled_snapshot, snapshot
 
 OP_NS = 'gpu-operator'
 PLAYBOOKS = ('site.yml', 'quotas.yml', 'rbac.yml', 'report.yml', 'hami.yml', 'reset.yml')  # site.yml runs validate.yml
@@ -47,89 +46,6 @@ spec:
     type: Service
     service: {name: {{ .Release.Name }}, namespace: {{ .Release.Namespace }}, port: 9443, basePath: /}
 '''}
-# What moves on its own in an idle virtual cluster, never a write of ours: node heartbeats and the simulated
-# agents' bookkeeping annotations, lease renewals.
-OWN_ANNOTATION_PREFIXES = ('gpusim.gpuops.dev/',)
-LEASE_HEARTBEAT = ('renewTime', 'acquireTime', 'leaseTransitions', 'holderIdentity')
-
-
-# ---------------------------------------------------------------------------------------- B, recorded
-
-
-def _get(api_client, path):
-    return api_client.call_api(path, 'GET', auth_settings=['BearerToken'], response_type=object,
-                               _return_http_data_only=True, _request_timeout=30)
-
-
-def _listable(api_client):
-    """(list path, group/version, resource) of every resource the API lists (subresources left out)."""
-    versions = ['v1'] + [group['preferredVersion']['groupVersion'] for group in _get(api_client, '/apis')['groups']]
-    out = []
-    for group_version in versions:
-        base = ('/api/' if group_version == 'v1' else '/apis/') + group_version
-        for resource in _get(api_client, base)['resources']:
-            if '/' not in resource['name'] and 'list' in resource.get('verbs', []):
-                out.append(('%s/%s' % (base, resource['name']), group_version, resource['name']))
-    return out
-
-
-def _fingerprint(resource, obj):
-    """``obj`` without what the cluster itself rewrites: resourceVersion, managedFields, status, the
-    simulated agents' annotations, a Lease's renewals."""
-    obj = copy.deepcopy(obj)
-    meta = obj.get('metadata', {})
-    for key in ('resourceVersion', 'managedFields'):
-        meta.pop(key, None)
-    annotations = dict((k, v) for k, v in (meta.get('annotations') or {}).items()
-                       if not k.startswith(OWN_ANNOTATION_PREFIXES))
-    meta['annotations'] = annotations
-    obj.pop('status', None)
-    if resource == 'leases':
-        for key in LEASE_HEARTBEAT:
-            obj.get('spec', {}).pop(key, None)
-    return json.dumps(obj, sort_keys=True)
-
-
-def snapshot(api_client):
-    """{(group/version, resource, namespace, name): (resourceVersion, fingerprint)} of every object."""
-    out = {}
-    for path, group_version, resource in _listable(api_client):
-        for obj in _get(api_client, path).get('items', []):
-            meta = obj['metadata']
-            out[(group_version, resource, meta.get('namespace', ''), meta['name'])] = (
-                meta.get('resourceVersion'), _fingerprint(resource, obj))
-    return out
-
-
-def settled_snapshot(api_client, quiet=10.0, timeout=90.0):
-    """snapshot() once no object has been created or deleted for ``quiet`` seconds (a cluster just up
-    still records its nodes' registration Events)."""
-    last, since = snapshot(api_client), time.monotonic()
-    deadline = since + timeout
-    while time.monotonic() < deadline:
-        time.sleep(2)
-        now = snapshot(api_client)
-        if set(now) != set(last):
-            last, since = now, time.monotonic()
-        elif time.monotonic() - since >= quiet:
-            return now
-    pytest.fail('cluster B did not settle in %ss' % timeout)
-
-
-def changes(before, after):
-    """(what changed besides status and heartbeats, how many objects moved by resourceVersion only)."""
-    changed, moved = [], 0
-    for key in sorted(set(before) | set(after)):
-        if key not in before or key not in after:
-            changed.append('%s %s' % ('created' if key not in before else 'deleted', '/'.join(key)))
-        elif before[key][0] != after[key][0]:
-            if before[key][1] != after[key][1]:
-                changed.append('changed ' + '/'.join(key))
-            else:
-                moved += 1
-    return changed, moved
-
-
 # ---------------------------------------------------------------------------------------- fixtures
 
 
@@ -312,7 +228,7 @@ def failed_tasks(raw):
 
 def test_every_playbook_from_ansible_playbook_leaves_b_alone(testbed, cluster_b, api_b, contexts, variables,
                                                              core, custom, tmp_path, helm_on_path):
-    before = settled_snapshot(api_b)
+    before = settled_snapshot(api_b, what='cluster B')
     (tmp_path / 'all.yml').write_text(all_playbooks(os.path.join(REPO, 'playbooks')))
     (tmp_path / 'vars.yml').write_text(yaml.safe_dump(variables))
     start = time.monotonic()
@@ -332,7 +248,7 @@ def test_every_playbook_from_ansible_playbook_leaves_b_alone(testbed, cluster_b,
 
 def test_every_playbook_as_an_awx_job_with_k8s_auth_only_leaves_b_alone(
         testbed, cluster_b, api_b, contexts, variables, core, custom, tmp_path, helm_on_path):
-    before = settled_snapshot(api_b)
+    before = settled_snapshot(api_b, what='cluster B')
     template = {'name': 'isolation', 'playbook': 'playbooks/isolation.yml', 'extra_vars': variables,
                 'timeout': 840}
     start = time.monotonic()

@@ -6,6 +6,8 @@ gpu-operator renders every operand DaemonSet from the mirror with the pull Secre
 import base64
 import json
 import os
+import subprocess
+import sys
 
 import pytest
 import yaml
@@ -19,6 +21,7 @@ from conftest import wait_until
 from policy_helpers import CP, ensure_cluster_policy
 from role_cases import assert_failed, assert_secret_free, config_maps_text, failures
 
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 MIRROR = 'mirror.example.com:8443'
 USER = 'svc-gpu-mirror'
 PASSWORD = 'Mirror-Pa55-SENTINEL-7f3a'
@@ -146,6 +149,46 @@ def test_openshift_mirror_applies_then_is_idempotent(testbed, core, custom, tmp_
     assert rc == 0, raw[-3000:]
     assert changed_tasks(results) == []
     assert snapshot(core, custom) == before
+
+
+def run_site(kubeconfig, variables, tmp_path):
+    """ansible-playbook playbooks/site.yml -e @vars.json, as a user runs it; (rc, output)."""
+    path = tmp_path / 'site-vars.json'
+    path.write_text(json.dumps(variables))
+    env = dict(os.environ, K8S_AUTH_KUBECONFIG=kubeconfig, ANSIBLE_NOCOLOR='1', ANSIBLE_LOCALHOST_WARNING='false',
+               ANSIBLE_INVENTORY_UNPARSED_WARNING='false', ANSIBLE_PYTHON_INTERPRETER=sys.executable)
+    cmd = [os.path.join(os.path.dirname(sys.executable), 'ansible-playbook'),
+           os.path.join(REPO, 'playbooks', 'site.yml'), '-e', '@%s' % path]
+    proc = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=600,
+                          check=False, cwd=str(tmp_path))
+    return proc.returncode, proc.stdout
+
+
+def test_site_installs_from_the_mirrored_catalogs(testbed, core, custom, tmp_path):
+    """site.yml with only the mirror and install steps on: the install roles take the CatalogSources the mirror
+    role published (mirror_result), with no catalog name given, while the default sources are gone. (Before the
+    Kubernetes case, which leaves the ClusterPolicy pointing at images the simulated nodes cannot pull.)"""
+    variables = dict(base_vars(str(tmp_path)), gpuops_install=True, nfd_min_gpu_nodes=0, nfd_poll_interval=1,
+                     gpu_operator_olm_channel='stable', gpu_operator_olm_starting_csv='gpu-operator-certified.v25.10.1',
+                     gpu_operator_cluster_policy_name='gpu-cluster-policy', gpu_operator_poll_interval=1,
+                     gpu_operator_ready_timeout=120)
+    assert not [k for k in variables if k.endswith(('_olm_source', '_olm_source_namespace'))]
+    rc, out = run_site(testbed.kubeconfig, variables, tmp_path)
+    assert rc == 0, out[-6000:]
+    assert_secret_free(out, SECRETS)
+    sources = {s['metadata']['name'] for s in cluster_list(custom, 'cs', 'openshift-marketplace')}
+    assert {'redhat-operators-mirror', 'certified-operators-mirror'} <= sources
+    assert not {'redhat-operators', 'certified-operators'} & sources
+    olm = ('operators.coreos.com', 'v1alpha1')
+    for namespace, package, source in (('openshift-nfd', 'nfd', 'redhat-operators-mirror'),
+                                       ('nvidia-gpu-operator', 'gpu-operator-certified', 'certified-operators-mirror')):
+        sub = custom.get_namespaced_custom_object(*olm, namespace, 'subscriptions', package)
+        assert (sub['spec']['source'], sub['spec']['sourceNamespace']) == (source, 'openshift-marketplace'), sub['spec']
+        assert sub['status'].get('installedCSV'), sub['status']
+    # the ImageSetConfiguration of the same run covers the collection's own images too
+    isc = yaml.safe_load((tmp_path / 'isc.yaml').read_text())
+    names = [i['name'] for i in isc['mirror']['additionalImages']]
+    assert 'nvcr.io/nvidia/k8s/cuda-sample:vectoradd-cuda12.5.0-ubuntu22.04' in names
 
 
 def test_plan_variants_pass_the_real_schemas(custom):

@@ -1,6 +1,6 @@
 """gpuops.gpu.monitoring on the virtual GPU cluster: the real gpu-operator turns our ClusterPolicy patch into the
 DCGM exporter DaemonSet (metrics ConfigMap mounted, DCGM_EXPORTER_COLLECTORS) and the ServiceMonitor; the
-PrometheusRule, console and ConsolePlugin objects are checked against their real CRD schemas."""
+PrometheusRule, console, ConsolePlugin and GrafanaDashboard objects are checked against their real CRD schemas."""
 
 import json
 import os
@@ -98,6 +98,7 @@ def test_apply_then_idempotent(testbed, core, custom, apps):
     lines = [line for line in csv.splitlines() if line and not line.startswith('#')]
     assert lines[0] == 'DCGM_FI_PROF_GR_ENGINE_ACTIVE, gauge, Ratio of time the graphics engine is active (works per MIG instance).'
     assert all(len(line.split(',')) == 3 for line in lines)
+    assert 'DCGM_FI_PROF_PIPE_FP64_ACTIVE, gauge, Ratio of cycles the FP64 pipe is active.' in lines
     spec = custom.get_cluster_custom_object(*CP, POLICY)['spec']['dcgmExporter']
     assert spec['enabled'] is True and spec['config'] == {'name': 'gpuops-dcgm-metrics'}
     assert spec['serviceMonitor'] == {'enabled': True, 'interval': '15s'}
@@ -116,7 +117,9 @@ def test_apply_then_idempotent(testbed, core, custom, apps):
     rule = custom.get_namespaced_custom_object('monitoring.coreos.com', 'v1', OP_NS, 'prometheusrules', 'gpuops-gpu-alerts')
     alerts = {r['alert']: r for g in rule['spec']['groups'] for r in g['rules']}
     assert {'GPUXidError', 'GPUXidErrorCritical', 'GPUUnavailable', 'GPUMIGConfigFailed', 'GPUMIGConfigStuck',
-            'GPUMemoryAlmostFull', 'GPUMetricsDown'} <= set(alerts)
+            'GPUMemoryAlmostFull', 'GPUMetricsDown', 'GPUVGPUUnlicensed'} <= set(alerts)
+    assert alerts['GPUVGPUUnlicensed']['expr'] == \
+        'max by (Hostname, gpu, UUID) (DCGM_FI_DEV_VGPU_LICENSE_STATUS) == 0'
     assert alerts['GPUMemoryAlmostFull']['expr'].strip().endswith('> 95')
     assert '{{ $labels.Hostname }}' in alerts['GPUXidError']['annotations']['summary']
     dashboard = core.read_namespaced_config_map('gpuops-gpu-dashboard', 'openshift-config-managed')
@@ -170,3 +173,50 @@ def test_plain_kubernetes_grafana_dashboard(testbed, core, custom):
     wait_until('the operator to label the ServiceMonitor for kube-prometheus-stack', lambda: custom.get_namespaced_custom_object(
         'monitoring.coreos.com', 'v1', OP_NS, 'servicemonitors', 'nvidia-dcgm-exporter')['metadata'].get(
         'labels', {}).get('release') == 'kube-prometheus-stack', 60)
+
+
+GRAFANA_DASHBOARDS = ('grafana.integreatly.org', 'v1beta1', 'grafanadashboards')
+GRAFANA_CRD = 'config/crd/bases/grafana.integreatly.org_grafanadashboards.yaml'
+GRAFANA_TASK = 'Write the GPU dashboard for the Grafana Operator (GrafanaDashboard)'
+
+
+def grafana_dashboards(custom):
+    return custom.list_namespaced_custom_object(*GRAFANA_DASHBOARDS[:2], OP_NS, GRAFANA_DASHBOARDS[2])['items']
+
+
+def test_grafana_operator_dashboard(testbed, core, custom, extensions):
+    """OpenShift with the Grafana Operator (its real GrafanaDashboard CRD, from the grafana-operator module):
+    check mode writes nothing, then the GrafanaDashboard carries the dashboard JSON; the second run changes
+    nothing; another instanceSelector (immutable) fails before any write."""
+    with open(os.path.join(testbed.state()['assets']['grafana-op'], GRAFANA_CRD)) as f:
+        crd = yaml.safe_load(f)
+    extensions.create_custom_resource_definition(crd)
+    wait_until('CRD %s established' % crd['metadata']['name'], lambda: any(
+        c.type == 'Established' and c.status == 'True' for c in
+        extensions.read_custom_resource_definition(crd['metadata']['name']).status.conditions or []), 30)
+
+    rc, results, raw = run_role(testbed.kubeconfig, 'monitoring', BASE, check=True)
+    assert rc == 0, raw[-3000:]
+    assert results[GRAFANA_TASK]['changed'] is True
+    assert grafana_dashboards(custom) == []
+
+    rc, results, raw = run_role(testbed.kubeconfig, 'monitoring', BASE)
+    assert rc == 0, raw[-3000:]
+    [board] = grafana_dashboards(custom)
+    assert board['metadata']['name'] == 'gpuops-gpu-dashboard'
+    assert board['spec']['instanceSelector'] == {'matchLabels': {'dashboards': 'grafana'}}
+    assert board['spec']['allowCrossNamespaceImport'] is True
+    assert isinstance(board['spec']['json'], str)  # the dashboard JSON as text, not an object
+    assert json.loads(board['spec']['json'])['uid'] == 'gpuops-gpu-fleet'
+
+    before = snapshot(core, custom), grafana_dashboards(custom)
+    rc, results, raw = run_role(testbed.kubeconfig, 'monitoring', BASE)
+    assert rc == 0, raw[-3000:]
+    assert changed_tasks(results) == [], changed_tasks(results)
+    assert results[GRAFANA_TASK]['changed'] is False
+    assert (snapshot(core, custom), grafana_dashboards(custom)) == before
+
+    got, raw = failures(testbed.kubeconfig, 'monitoring', BASE, {'other-instances': {
+        'monitoring_grafana_operator_instance_selector': {'matchLabels': {'dashboards': 'team-a'}}}})
+    assert_failed(got, raw, {'other-instances': 'spec.instanceSelector cannot be changed'}, 'Check the inputs before')
+    assert (snapshot(core, custom), grafana_dashboards(custom)) == before

@@ -175,3 +175,79 @@ def test_absent_keeps_foreign_taints_and_tolerations(testbed, core, custom):
     assert ms['spec']['template']['spec']['taints'] == [FOREIGN]
     cp = custom.get_cluster_custom_object(*G['cp'], 'gpu-cluster-policy')['spec']['daemonsets']['tolerations']
     assert GPU_TOL in cp and DEDICATED_TOL in cp
+
+
+# --- gpuops.gpu.openshift_ai on the same cluster: profiles tolerating the taints above ---------------------------
+# AcceleratorProfile / HardwareProfile are stand-in CRDs of the testbed (tests/testbed/vcluster/standins.py).
+
+AI_NS = 'redhat-ods-applications'
+AI = {'accelerator': ('dashboard.opendatahub.io', 'v1', 'acceleratorprofiles'),
+      'hardware': ('infrastructure.opendatahub.io', 'v1alpha1', 'hardwareprofiles')}
+# the placement role's taints are what the profiles tolerate when openshift_ai_taints is not set
+AI_BASE = {'openshift_ai_namespace': AI_NS, 'gpu_node_placement_taints': [GPU_TAINT, DEDICATED]}
+USER_PROFILE = {'apiVersion': 'dashboard.opendatahub.io/v1', 'kind': 'AcceleratorProfile',
+                'metadata': {'name': 'team-a-gpu'},
+                'spec': {'displayName': 'Team A', 'enabled': True, 'identifier': 'nvidia.com/gpu', 'tolerations': []}}
+
+
+def profiles(custom, kind='accelerator'):
+    items = custom.list_namespaced_custom_object(*AI[kind][:2], AI_NS, AI[kind][2])['items']
+    return dict((p['metadata']['name'], p) for p in items)
+
+
+def advertised(core):
+    """GPU resources with a non-zero allocatable on some node, as the cluster reports them."""
+    out = set()
+    for node in core.list_node().items:
+        out |= {k for k, v in (node.status.allocatable or {}).items()
+                if (k in ('nvidia.com/gpu', 'nvidia.com/gpu.shared') or k.startswith('nvidia.com/mig-')) and int(v) > 0}
+    return out
+
+
+def test_openshift_ai_check_mode_and_bad_inputs_write_nothing(testbed, core, custom):
+    core.create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(name=AI_NS)))
+    custom.create_namespaced_custom_object(*AI['accelerator'][:2], AI_NS, AI['accelerator'][2], USER_PROFILE)
+    rc, results, raw = run_role(testbed.kubeconfig, 'openshift_ai', AI_BASE, check=True, diff=True)
+    assert rc == 0, raw[-3000:]
+    assert 'create gpuops-gpu (nvidia.com/gpu)' in raw  # the plan is printed
+    assert list(profiles(custom)) == ['team-a-gpu']
+    cases = {'clash': {'openshift_ai_name_prefix': 'team-a'},
+             'not_advertised': {'openshift_ai_resources': ['nvidia.com/mig-7g.80gb']}}
+    found, raw = failures(testbed.kubeconfig, 'openshift_ai', AI_BASE, cases)
+    assert_failed(found, raw, {'clash': 'is not managed by gpuops.gpu', 'not_advertised': 'no node advertises'},
+                  'Check ')
+    assert list(profiles(custom)) == ['team-a-gpu'] and not profiles(custom, 'hardware')
+
+
+def test_openshift_ai_one_profile_per_resource_then_no_change(testbed, core, custom):
+    rc, results, raw = run_role(testbed.kubeconfig, 'openshift_ai', AI_BASE)
+    assert rc == 0, raw[-3000:]
+    got = profiles(custom)
+    ours = dict((n, p) for n, p in got.items() if n != 'team-a-gpu')
+    resources = advertised(core)
+    assert 'nvidia.com/gpu' in resources
+    assert sorted(p['spec']['identifier'] for p in ours.values()) == sorted(resources)
+    for profile in ours.values():
+        assert profile['metadata']['labels'] == {'app.kubernetes.io/managed-by': 'gpuops.gpu'}
+        assert profile['spec']['enabled'] is True
+        assert profile['spec']['tolerations'] == [GPU_TOL, DEDICATED_TOL]
+    assert got['team-a-gpu']['spec'] == USER_PROFILE['spec']
+    # second run: no change
+    rc, results, raw = run_role(testbed.kubeconfig, 'openshift_ai', AI_BASE)
+    assert rc == 0 and changed_tasks(results) == [], raw[-3000:]
+    assert profiles(custom) == got
+
+
+def test_openshift_ai_hardware_profile_round_trip_and_absent_removes_only_ours(testbed, core, custom):
+    hw = dict(AI_BASE, openshift_ai_kind='hardware_profile', openshift_ai_resources=['nvidia.com/gpu'])
+    rc, results, raw = run_role(testbed.kubeconfig, 'openshift_ai', hw)
+    assert rc == 0 and changed_tasks(results) == ['Write the profiles'], raw[-3000:]
+    rc, results, raw = run_role(testbed.kubeconfig, 'openshift_ai', hw)  # the API server's copy reads as unchanged
+    assert rc == 0 and changed_tasks(results) == [], raw[-3000:]
+    spec = profiles(custom, 'hardware')['gpuops-gpu']['spec']
+    assert spec['identifiers'][0]['identifier'] == 'nvidia.com/gpu'
+    assert spec['scheduling'] == {'type': 'Node', 'node': {'tolerations': [GPU_TOL, DEDICATED_TOL]}}
+    for variables in (dict(AI_BASE, openshift_ai_state='absent'), dict(hw, openshift_ai_state='absent')):
+        rc, results, raw = run_role(testbed.kubeconfig, 'openshift_ai', variables)
+        assert rc == 0, raw[-3000:]
+    assert list(profiles(custom)) == ['team-a-gpu'] and not profiles(custom, 'hardware')

@@ -15,6 +15,11 @@ NS = 'gpuops-smoke-test'
 SHARING = 'version: v1\nsharing:\n  timeSlicing:\n    resources:\n      - name: nvidia.com/gpu\n        replicas: 4\n'
 FAST = {'smoke_test_poll_interval': 0.5, 'smoke_test_timeout': 120, 'smoke_test_stuck_timeout': 30}
 RUN_TASK = 'Run a workload on every GPU resource'
+SCC_TASK = "Bind the SCC to the test pods' ServiceAccount for the run"
+# the fill test, load Jobs (their pods complete through KWOK's pod-complete stage) and an SCC binding
+DEEP = {'smoke_test_fill': True, 'smoke_test_load': True, 'smoke_test_load_image': 'registry.example.com/gpu-burn:1',
+        'smoke_test_load_args': ['{duration}'], 'smoke_test_load_duration': 5, 'smoke_test_scc': 'privileged'}
+LOADED = {'a100-1', 'h100-0', 'h100-1', 't4-0'}
 
 
 @pytest.fixture(scope='module', autouse=True)
@@ -53,23 +58,28 @@ def test_bad_inputs_fail_before_writing(testbed, core, batch):
         'not-a-gpu-resource': {'smoke_test_resources': ['amd.com/gpu']},
         'bad-namespace': {'smoke_test_namespace': 'Smoke_Test'},
         'bad-toleration': {'smoke_test_tolerations': [{'key': 'dedicated', 'operator': 'Maybe'}]},
+        'load-without-image': {'smoke_test_load': True, 'smoke_test_scc': 'privileged'},
     }
     got, raw = failures(testbed.kubeconfig, 'smoke_test', FAST, cases)
     expected = {'empty-image': 'smoke_test_image must not be empty',
                 'not-a-gpu-resource': 'amd.com/gpu is not an NVIDIA GPU resource',
                 'bad-namespace': 'Smoke_Test is not a valid namespace name',
-                'bad-toleration': 'operator must be Exists or Equal'}
+                'bad-toleration': 'operator must be Exists or Equal',
+                'load-without-image': 'smoke_test_load_image must be set with smoke_test_load'}
     assert_failed(got, raw, expected, ('Check the inputs before writing anything',
                                        'Validate the tolerations (nvidia.com/gpu is always kept)'))
     assert smoke_objects(core, batch) == ([], [], False)
 
 
 def test_check_mode_plans_and_writes_nothing(testbed, core, batch):
-    rc, results, raw = run_role(testbed.kubeconfig, 'smoke_test', FAST, check=True)
+    rc, results, raw = run_role(testbed.kubeconfig, 'smoke_test', dict(FAST, **DEEP), check=True)
     assert rc == 0, raw[-3000:]
     statuses = {(c['resource'], c['product']): c['status'] for c in results[RUN_TASK]['cases']}
     assert statuses[('nvidia.com/gpu', 'NVIDIA-H100-80GB-HBM3')] == 'planned'
     assert statuses[('nvidia.com/gpu', 'NVIDIA-L40S')] == 'no-capacity'
+    fill = results[RUN_TASK]['fill_cases']
+    assert [(c['node'], c['sharing'], c['status'], len(c['pods'])) for c in fill] == [('t4-0', 'time-slicing', 'planned', 5)]
+    assert {c['node'] for c in results[RUN_TASK]['load_cases'] if c['status'] == 'planned'} == LOADED
     assert smoke_objects(core, batch) == ([], [], False)
 
 
@@ -106,3 +116,36 @@ def test_every_gpu_resource_runs_then_idempotent(testbed, core, batch):
     assert rc == 0, raw[-4000:]
     assert changed_tasks(results) == [], changed_tasks(results)
     assert smoke_objects(core, batch) == ([], [], True)
+
+
+def test_fill_load_and_scc(testbed, core, batch, rbac):
+    """t4-0 advertises 4 time-sliced replicas: 5 fill pods go to the real scheduler, which binds exactly 4 and
+    leaves exactly 1 Pending (Unschedulable); then one load Job per node; the SCC RoleBinding lives only for the
+    run."""
+    rc, results, raw = run_role(testbed.kubeconfig, 'smoke_test', dict(FAST, **DEEP))
+    assert rc == 0, raw[-4000:]
+    result = results[RUN_TASK]
+    fill = result['fill_cases']
+    assert len(fill) == 1, fill
+    case = fill[0]
+    assert (case['node'], case['resource'], case['sharing'], case['replicas']) == ('t4-0', 'nvidia.com/gpu', 'time-slicing', 4)
+    assert case['status'] == 'passed', case
+    assert case['detail'] == '4 bound, 1 Pending (Unschedulable); expected 4 and 1'
+    # the scheduler's own word, read back from the apiserver: 4 fill pods Scheduled on t4-0, 1 FailedScheduling
+    events = [e for e in core.list_namespaced_event(NS).items if e.involved_object.name.startswith('gpuops-fill-')]
+    scheduled = {e.involved_object.name for e in events if e.reason == 'Scheduled' and e.message.endswith('to t4-0')}
+    failed = {e.involved_object.name for e in events if e.reason == 'FailedScheduling'}
+    assert len(scheduled) == 4 and len(failed) == 1 and not scheduled & failed, events
+    assert 'Insufficient nvidia.com/gpu' in [e.message for e in events if e.reason == 'FailedScheduling'][0]
+    load = {c['node']: c for c in result['load_cases']}
+    assert {n for n, c in load.items() if c['status'] == 'passed'} == LOADED, load
+    assert load['l40s-0']['status'] == 'no-capacity'
+    assert all(c['job'].startswith('gpuops-load-') for n, c in load.items() if n in LOADED)
+    table = '\n'.join(results['Show the GPU smoke test results']['msg'])
+    assert 'Fill test' in table and 'time-slicing' in table and 'Load (registry.example.com/gpu-burn:1, 5s)' in table
+    binding = results[SCC_TASK]['result']
+    assert binding['roleRef']['name'] == 'system:openshift:scc:privileged'
+    assert binding['subjects'] == [{'kind': 'ServiceAccount', 'name': 'default', 'namespace': NS}]
+    assert [b.metadata.name for b in rbac.list_namespaced_role_binding(NS).items] == []
+    assert smoke_objects(core, batch)[:2] == ([], [])
+    assert [t for t in changed_tasks(results) if t != 'Create the smoke test namespace'] == []

@@ -65,18 +65,26 @@ def test_bad_inputs_fail_before_writing(testbed, core, custom, token_file, tmp_p
         'missing_token_file': {'vgpu_token_file': str(tmp_path / 'missing.tok')},
         'empty_token_file': {'vgpu_token_file': str(empty)},
         'gridd_typo': {'vgpu_gridd_settings': {'FeatureTyp': 1}},
+        # vgpu_driver_version 580.95.05-grid (R580) on hosts whose vGPU manager is vGPU 17.3 (R550)
+        'guest_newer_than_host': {'vgpu_host_manager_version': '17.3'},
+        'host_version_malformed': {'vgpu_host_manager_version': '17.x'},
     }
     before = snapshot(core, custom)
     found, raw = failures(testbed.kubeconfig, 'vgpu', variables(token_file), cases)
     expected = {'missing_token_file': 'does not exist on the Ansible controller', 'empty_token_file': 'is empty',
-                'gridd_typo': "did you mean 'FeatureType'"}
+                'gridd_typo': "did you mean 'FeatureType'",
+                'guest_newer_than_host': 'the vGPU guest driver 580.95.05-grid (vgpu_driver_version, branch R580) is '
+                                         'newer than the vGPU manager 17.3 on the hosts',
+                'host_version_malformed': "vgpu_host_manager_version '17.x' must be the vGPU software release"}
     assert_failed(found, raw, expected, 'Check the inputs before writing anything')
     assert snapshot(core, custom) == before
     assert_secret_free(raw, SECRETS)
 
 
 def test_licensing_and_driver_then_idempotent(testbed, core, custom, apps, token_file):
-    rc, results, raw = run_role(testbed.kubeconfig, 'vgpu', variables(token_file), diff=True)
+    # the hosts' vGPU manager of the same branch as the guest driver passes the preflight
+    rc, results, raw = run_role(testbed.kubeconfig, 'vgpu',
+                                variables(token_file, vgpu_host_manager_version='580.95.05'), diff=True)
     assert rc == 0, raw[-3000:]
     assert_secret_free(raw, SECRETS)
     secret = core.read_namespaced_secret('licensing-config', GPU_NS)

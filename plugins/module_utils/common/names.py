@@ -18,6 +18,16 @@ helpers for the ownership label), standard library only.
 from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
 
+# --- how a playbook reaches its cluster ------------------------------------------------------------
+
+# The connection options of kubernetes.core (and of this collection's modules) and the playbook variables
+# that set them: every play passes these as module_defaults of group/gpuops.gpu.gpu (docs/multi-cluster.md),
+# and the gpu_nodes inventory plugin gives its cluster groups the ones that are not secret.
+CONNECTION_VARS = (('kubeconfig', 'gpuops_kubeconfig'), ('context', 'gpuops_context'), ('host', 'gpuops_k8s_host'),
+                   ('api_key', 'gpuops_k8s_api_key'), ('ca_cert', 'gpuops_k8s_ca_cert'),
+                   ('validate_certs', 'gpuops_k8s_validate_certs'))
+SECRET_CONNECTION_OPTIONS = ('api_key',)
+
 # --- ownership --------------------------------------------------------------------------------
 
 LABEL_MANAGED_BY = 'app.kubernetes.io/managed-by'
@@ -65,6 +75,15 @@ LABEL_MIG_STATE = 'nvidia.com/mig.config.state'
 LABEL_DP_CONFIG = 'nvidia.com/device-plugin.config'
 LABEL_PCI_PRESENT = 'feature.node.kubernetes.io/pci-10de.present'
 DEPLOY_LABEL_PREFIX = 'nvidia.com/gpu.deploy.'
+# driver and CUDA versions GFD labels (docs/facts.md#gpu-feature-discovery-labels); the older
+# cuda.driver.* / cuda.runtime.* labels are read when the newer ones are absent
+LABEL_DRIVER_VERSION = 'nvidia.com/cuda.driver-version.full'
+LABEL_DRIVER_PARTS = (('nvidia.com/cuda.driver-version.major', 'nvidia.com/cuda.driver-version.minor',
+                       'nvidia.com/cuda.driver-version.revision'),
+                      ('nvidia.com/cuda.driver.major', 'nvidia.com/cuda.driver.minor', 'nvidia.com/cuda.driver.rev'))
+LABEL_CUDA_VERSION = 'nvidia.com/cuda.runtime-version.full'
+LABEL_CUDA_PARTS = (('nvidia.com/cuda.runtime-version.major', 'nvidia.com/cuda.runtime-version.minor'),
+                    ('nvidia.com/cuda.runtime.major', 'nvidia.com/cuda.runtime.minor'))
 # vGPU: GFD on a vGPU guest (NVIDIA/k8s-device-plugin internal/lm/vgpu.go) and the operator's workload
 # config of a vGPU host (NVIDIA/gpu-operator controllers/state_manager.go); docs/facts.md#vgpu-nodes
 LABEL_VGPU_PRESENT = 'nvidia.com/vgpu.present'

@@ -82,6 +82,8 @@ COLUMNS = (
     ('GPUS', lambda n: _text(n.get('count')), True),
     ('MIG', mig_cell, False),
     ('SHARING', sharing_cell, False),
+    ('DRIVER', lambda n: _text(n.get('driver_version')), False),
+    ('CUDA', lambda n: _text(n.get('cuda_version')), False),
     ('ALLOCATABLE', lambda n: resources_cell(n.get('allocatable')), False),
     ('REQUESTED', lambda n: resources_cell(n.get('requested')), False),
     ('PODS', lambda n: pods_cell(n.get('gpu_pods')), True),

@@ -29,6 +29,7 @@ __metaclass__ = type
 import re
 
 from ansible_collections.gpuops.gpu.plugins.module_utils.common.checks import Fields, Items, bool_errors, string_errors
+from ansible_collections.gpuops.gpu.plugins.module_utils.common.names import CONNECTION_VARS, SECRET_CONNECTION_OPTIONS
 from ansible_collections.gpuops.gpu.plugins.module_utils.gpu import node as gpu_node
 from ansible_collections.gpuops.gpu.plugins.module_utils.k8s.errors import InputError
 
@@ -132,12 +133,17 @@ def connection_errors(connections):
 
 
 def public_settings(auth):
-    """The connection settings that may be shown (host variables, cache): no token, no password, and a
-    kubeconfig only as a path."""
+    """The connection settings that may be shown (host variables, cache), under the playbook variables that set
+    them (common/names.py CONNECTION_VARS), so a cluster host runs every playbook against its own cluster: no
+    token, no password, and a kubeconfig only as a path."""
     out = {}
-    for key in ('kubeconfig', 'context', 'host'):
-        if isinstance(auth.get(key), str) and auth.get(key):
-            out['gpuops_k8s_' + key] = auth[key]
+    for key, var in CONNECTION_VARS:
+        if key in SECRET_CONNECTION_OPTIONS:
+            continue
+        if key == 'validate_certs' and isinstance(auth.get(key), bool):
+            out[var] = auth[key]
+        elif isinstance(auth.get(key), str) and auth.get(key):
+            out[var] = auth[key]
     return out
 
 

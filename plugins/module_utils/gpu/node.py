@@ -14,7 +14,8 @@ import re
 
 from ansible_collections.gpuops.gpu.plugins.module_utils.common.checks import as_number
 from ansible_collections.gpuops.gpu.plugins.module_utils.common.names import (
-    DEPLOY_LABEL_PREFIX, GPU_RESOURCE, LABEL_COUNT, LABEL_DP_CONFIG, LABEL_MEMORY, LABEL_MIG_CAPABLE, LABEL_MIG_CONFIG,
+    DEPLOY_LABEL_PREFIX, GPU_RESOURCE, LABEL_COUNT, LABEL_CUDA_PARTS, LABEL_CUDA_VERSION, LABEL_DRIVER_PARTS,
+    LABEL_DRIVER_VERSION, LABEL_DP_CONFIG, LABEL_MEMORY, LABEL_MIG_CAPABLE, LABEL_MIG_CONFIG,
     LABEL_MIG_STATE, LABEL_MIG_STRATEGY, LABEL_PCI_PRESENT, LABEL_PRESENT, LABEL_PRODUCT, LABEL_REPLICAS, LABEL_SHARING,
     MIG_RESOURCE_PREFIX, PAUSED_FOR_MIG, SHARED_RESOURCE, VGPU_LABELS)
 
@@ -169,6 +170,26 @@ def free_resources(allocatable, requested):
     return dict((name, qty - requested.get(name, 0)) for name, qty in allocatable.items())
 
 
+def _version(labels, full_key, part_keys):
+    if labels.get(full_key):
+        return labels[full_key]
+    for keys in part_keys:
+        parts = [labels.get(k) for k in keys]
+        if parts[0]:
+            return '.'.join(p for p in parts if p)
+    return None
+
+
+def driver_version(labels):
+    """The driver version GFD labels (``570.172.08``), None when the node has no such label."""
+    return _version(labels or {}, LABEL_DRIVER_VERSION, LABEL_DRIVER_PARTS)
+
+
+def cuda_version(labels):
+    """The CUDA version the driver supports, as GFD labels it (``12.8``), or None."""
+    return _version(labels or {}, LABEL_CUDA_VERSION, LABEL_CUDA_PARTS)
+
+
 def node_gpu_info(node, pods=None):
     """Summarise one node as a GPU node (a flat dict, stable keys).
 
@@ -206,6 +227,8 @@ def node_gpu_info(node, pods=None):
         'sharing_strategy': labels.get(LABEL_SHARING) or 'none',
         'replicas': as_number(labels.get(LABEL_REPLICAS), int, 1),
         'device_plugin_config': labels.get(LABEL_DP_CONFIG),
+        'driver_version': driver_version(labels),
+        'cuda_version': cuda_version(labels),
         'deploy': deploy,
         'paused_for_mig_change': sorted(k for k, v in deploy.items() if v == PAUSED_FOR_MIG),
         'capacity': gpu_resources(status.get('capacity')),

@@ -20,6 +20,7 @@ from ansible_collections.gpuops.gpu.plugins.module_utils.k8s.errors import (
     InputError, NotReady, api_message, status_of)
 from ansible_collections.gpuops.gpu.plugins.module_utils.k8s.waiter import Waiter
 from ansible_collections.gpuops.gpu.plugins.module_utils.plans import cluster_policy as cp
+from ansible_collections.gpuops.gpu.plugins.module_utils.plans.driver import driver_rule_errors
 
 try:
     from kubernetes.client.rest import ApiException
@@ -30,6 +31,8 @@ FIELD_MANAGER = 'gpuops.gpu'
 # After a change, 'ready' counts only once the operator had this long to see it (the ClusterPolicy
 # status has no observedGeneration, so a 'ready' read right after the write may be the old one).
 SETTLE_SECONDS = 5.0
+# a patch touching these is checked against NVIDIA's cross-field driver rules (plans/driver.py)
+RULE_FIELDS = ('driver', 'gds', 'gdrcopy')
 
 
 def list_policies(conn):
@@ -172,6 +175,7 @@ class PolicyApply(object):
 
     def _plan_create(self, name, base_spec, crd_present):
         spec = cp.desired_spec(base_spec, self.params.get('overrides'), self.params.get('tolerations'))
+        self._check_rules(spec)
         body = {'apiVersion': cp.API_VERSION, 'kind': cp.KIND,
                 'metadata': {'name': name, 'labels': managed_by_labels()},
                 'spec': spec}
@@ -200,6 +204,8 @@ class PolicyApply(object):
             patch = cp.patch_for_existing(current, self.params.get('overrides'), self.params.get('tolerations'))
         if not patch:
             return {'changed': False, 'created': False, 'patch': {}, 'spec': current}
+        if any(key in patch for key in RULE_FIELDS):
+            self._check_rules(deep_merge(current, patch))
         try:
             dry = self._patch(name, patch, dry_run=True)
         except ApiException as exc:
@@ -212,6 +218,12 @@ class PolicyApply(object):
             stored = self._patch(name, patch, dry_run=False)
             after = stored.get('spec') or after
         return {'changed': True, 'created': False, 'patch': patch, 'spec': after}
+
+    def _check_rules(self, spec):
+        errors = driver_rule_errors(spec)
+        if errors:
+            raise InputError('nothing was changed; the GPU operator would refuse this ClusterPolicy: '
+                             + ' | '.join(errors))
 
     def _absent(self, name, policies, started):
         existing = next((p for p in policies if p['metadata']['name'] == name), None)

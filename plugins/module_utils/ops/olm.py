@@ -160,6 +160,7 @@ class OlmInstall(object):
     def ensure_namespace(self):
         labels = dict(self.params.get('namespace_labels') or {})
         if self.namespace is None:
+            labels = managed_by_labels(labels)  # created by gpuops.gpu: the uninstall role may delete it again
             self.before['namespace'] = None
             self.after['namespace'] = {'name': self.ns, 'labels': labels}
             self.actions.append('create Namespace %s' % self.ns)

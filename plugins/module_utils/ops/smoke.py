@@ -176,6 +176,101 @@ class SmokeRunner(object):
                                  % (api_error_message(exc), self.selector, self.namespace))
 
 
+class FillRunner(object):
+    """Runs the fill cases (``plans.smoke.plan_fill``) of one run: creates every case's bare pods at once, polls
+    them (one list call per poll) until each case has exactly its expected pods bound and Pending, then deletes
+    them and waits until they are gone."""
+
+    def __init__(self, conn, namespace, run_id, timeout=300, stuck_timeout=60, poll_interval=2.0,
+                 cleanup_timeout=60, clock=time.monotonic, sleep=time.sleep):
+        self.conn = conn
+        self.namespace = namespace
+        self.run_id = run_id
+        self.timeout = timeout
+        self.stuck_timeout = stuck_timeout
+        self.cleanup_timeout = cleanup_timeout
+        self.clock = clock
+        self.waiter = Waiter(poll_interval, sleep=sleep, clock=clock)
+        self.warnings = []
+
+    @property
+    def selector(self):
+        return '%s=%s' % (S.RUN_LABEL, self.run_id)
+
+    def _pods(self):
+        return self.conn.call(self.conn.core.list_namespaced_pod, self.namespace,
+                              label_selector=self.selector).get('items') or []
+
+    def run(self, cases, manifests):
+        """Run ``cases`` (status planned) with their pod lists ``manifests`` (same order); returns the cases."""
+        pending = {}
+        try:
+            for case, pods in zip(cases, manifests):
+                try:
+                    for pod in pods:
+                        self.conn.request(self.conn.core.create_namespaced_pod, self.namespace, pod)
+                except Exception as exc:  # ApiException, urllib3 errors alike
+                    case.update(status=S.ERROR, detail='could not create pod %s: %s'
+                                % (pod['metadata']['name'], api_error_message(exc)))
+                    continue
+                pending[str(case['id'])] = (case, self.clock())
+            last = {}
+
+            def settled():
+                self._poll(pending, last)
+                return True if not pending else None
+            if pending:
+                self.waiter.until(settled, self.timeout)
+            for key, (case, t0) in pending.items():
+                case.update(status=S.TIMEOUT, seconds=round(self.clock() - t0, 1),
+                            detail='not settled after %ss: %s' % (self.timeout, last.get(key) or 'no pod'))
+        finally:
+            self.cleanup()
+        return cases
+
+    def _poll(self, pending, last):
+        try:
+            pods = self._pods()
+        except Exception as exc:  # a failed poll is retried until the deadline
+            self.warnings.append('could not read the fill test pods: %s' % api_error_message(exc))
+            return
+        by_case = {}
+        for pod in pods:
+            by_case.setdefault(((pod.get('metadata') or {}).get('labels') or {}).get(S.FILL_LABEL), []).append(pod)
+        now = self.clock()
+        for key in list(pending):
+            case, t0 = pending[key]
+            status, detail = S.classify_fill(case, by_case.get(key), stuck=now - t0 >= self.stuck_timeout)
+            last[key] = detail
+            if status is not None:
+                case.update(status=status, detail=detail, seconds=round(now - t0, 1))
+                del pending[key]
+
+    def cleanup(self):
+        """Delete this run's fill pods at once (grace 0), the Pending ones first (so none of them takes a unit
+        freed by a deleted one), and wait (bounded) until they are gone."""
+        try:
+            for pod in sorted(self._pods(), key=lambda p: bool((p.get('spec') or {}).get('nodeName'))):
+                try:
+                    self.conn.request(self.conn.core.delete_namespaced_pod, pod['metadata']['name'], self.namespace,
+                                      grace_period_seconds=0)
+                except Exception as exc:
+                    if getattr(exc, 'status', None) != 404:
+                        self.warnings.append('could not delete pod %s: %s'
+                                             % (pod['metadata']['name'], api_error_message(exc)))
+            left = []
+
+            def gone():
+                left[:] = self._pods()
+                return True if not left else None
+            if self.waiter.until(gone, self.cleanup_timeout) is None:
+                self.warnings.append('fill test pods still present after %ss: %s'
+                                     % (self.cleanup_timeout, ', '.join(p['metadata']['name'] for p in left)))
+        except Exception as exc:
+            self.warnings.append('clean-up of the fill test pods failed: %s (delete the pods labelled %s in %s)'
+                                 % (api_error_message(exc), self.selector, self.namespace))
+
+
 def _text(response):
     data = getattr(response, 'data', response)
     if isinstance(data, bytes):
@@ -208,46 +303,125 @@ def _manifests(cases, params, run_id):
             for c in cases]
 
 
+def _fill_manifests(cases, params, run_id):
+    return [S.fill_pod_manifests(c, params['namespace'], params['image'], run_id, command=params['fill_command'],
+                                 tolerations=params['tolerations'], image_pull_secrets=params['image_pull_secrets'],
+                                 image_pull_policy=params['image_pull_policy'],
+                                 security_context=params['security_context'])
+            for c in cases]
+
+
+def _load_manifests(cases, params, run_id):
+    load = params['load']
+    return [S.job_manifest(c, params['namespace'], load['image'], run_id,
+                           command=S.with_duration(load['command'], load['duration']),
+                           args=S.with_duration(load['args'], load['duration']), tolerations=params['tolerations'],
+                           image_pull_secrets=params['image_pull_secrets'],
+                           image_pull_policy=params['image_pull_policy'],
+                           security_context=params['security_context'], node_selector=params['node_selector'],
+                           active_deadline_seconds=load['duration'] + params['timeout'], prefix='gpuops-load')
+            for c in cases]
+
+
 def _verdict(cases, params, result):
     """CheckFailed (with the result) when the run must fail the module."""
-    problems = [c for c in cases if c['status'] in S.PROBLEMS]
+    everything = cases + result['fill_cases'] + result['load_cases']
+    problems = [c for c in everything if c['status'] in S.PROBLEMS]
     no_capacity = [c for c in cases if c['status'] in S.NOT_RUN]
     if not cases:
         raise CheckFailed('no GPU resource to test: the nodes advertise none (is the device plugin running?)',
                           result)
     if params['fail_on_error'] and problems:
-        details = '; '.join('%s %s: %s %s' % (c['resource'], c.get('product') or '', c['status'], c.get('detail') or '')
+        details = '; '.join('%s%s %s: %s %s' % ('%s test ' % c['kind'] if c.get('kind') else '', c['resource'],
+                                                c.get('node') if c.get('kind') else c.get('product') or '',
+                                                c['status'], c.get('detail') or '')
                             for c in problems)
-        raise CheckFailed('GPU smoke test: %d of %d cases did not pass: %s' % (len(problems), len(cases), details),
+        raise CheckFailed('GPU smoke test: %d of %d cases did not pass: %s' % (len(problems), len(everything), details),
                           result)
     if params['fail_on_no_capacity'] and no_capacity:
         raise CheckFailed('GPU smoke test: no schedulable capacity for %s' % '; '.join(
             '%s %s (%s)' % (c['resource'], c.get('product') or '', c.get('reason')) for c in no_capacity), result)
 
 
+def _check_options(params):
+    _check_numbers(params)
+    if params['fill'] and not 1 <= params['fill_extra'] <= S.FILL_MAX_EXTRA:
+        raise InputError('fill_extra must be from 1 to %d, got %d' % (S.FILL_MAX_EXTRA, params['fill_extra']))
+    if params['fill'] and not params['fill_command']:
+        raise InputError('fill_command must not be empty: the fill pods must keep running')
+    load = params.get('load')
+    if load is not None and load['duration'] < 1:
+        raise InputError('load.duration must be at least 1, got %d' % load['duration'])
+
+
+def _run_load(conn, params, run_id, check_mode):
+    """The load cases, run (one Job per node, backoffLimit 0) unless in check mode; and their warnings."""
+    load = params.get('load')
+    if load is None:
+        return [], []
+    cases = S.plan_load(params['nodes'], load['resources'])
+    for case in cases:
+        case['kind'] = 'load'
+    planned = [c for c in cases if c['status'] == S.PLANNED]
+    manifests = _load_manifests(planned, params, run_id)
+    if check_mode or not planned:
+        for case, manifest in zip(planned, manifests):
+            case['job'] = manifest['metadata']['name']
+        return cases, []
+    runner = SmokeRunner(conn, params['namespace'], run_id, timeout=load['duration'] + params['timeout'],
+                         stuck_timeout=params['stuck_timeout'], poll_interval=params['poll_interval'],
+                         log_lines=params['log_lines'], cleanup=True)
+    runner.run(planned, manifests)
+    return cases, runner.warnings
+
+
 def run(conn, params, check_mode):
     """``gpuops.gpu.gpu_smoke_test``: plan the cases, run them (not in check mode: there only the Job
-    names are filled in, and the cluster is not contacted), and judge. Raises InputError for bad
-    numbers, CheckFailed (with the result) for a run that must fail."""
-    _check_numbers(params)
+    names are filled in, and the cluster is not contacted), and judge. With ``fill`` the shared
+    resources are filled first (while the fleet read is fresh); with ``load`` the load Jobs run last.
+    Raises InputError for bad numbers, CheckFailed (with the result) for a run that must fail."""
+    _check_options(params)
     cases = S.plan_cases(params['nodes'], resources=params['resources'], exclude_resources=params['exclude_resources'],
                          group_by=params['group_by'])
     run_id = '%s-%s' % (time.strftime('%Y%m%d-%H%M%S', time.gmtime()), os.urandom(2).hex())
+    fill_cases = (S.plan_fill(params['nodes'], params['fill_extra'], resources=params['resources'],
+                              exclude_resources=params['exclude_resources']) if params['fill'] else [])
+    fill_planned = [c for c in fill_cases if c['status'] == S.PLANNED]
+    fill_manifests = _fill_manifests(fill_planned, params, run_id + '-fill')
     planned = [c for c in cases if c['status'] == S.PLANNED]
     manifests = _manifests(planned, params, run_id)
     warnings = []
-    if not check_mode and planned:
+    if not check_mode and (planned or fill_planned or params.get('load') is not None):
         conn.open()  # a cluster that cannot be reached fails the module here, before any case
+    if not check_mode and fill_planned:
+        filler = FillRunner(conn, params['namespace'], run_id + '-fill', timeout=params['timeout'],
+                            stuck_timeout=params['stuck_timeout'], poll_interval=params['poll_interval'])
+        filler.run(fill_planned, fill_manifests)
+        warnings.extend(filler.warnings)
+    elif check_mode:
+        for case, pods in zip(fill_planned, fill_manifests):
+            case['pods'] = [p['metadata']['name'] for p in pods]
+    if not check_mode and planned:
         runner = SmokeRunner(conn, params['namespace'], run_id, timeout=params['timeout'],
                              stuck_timeout=params['stuck_timeout'], poll_interval=params['poll_interval'],
                              wait_for=params['wait_for'], expect_output=params['expect_output'],
                              log_lines=params['log_lines'], cleanup=params['cleanup'])
         runner.run(planned, manifests)
-        warnings = runner.warnings
+        warnings.extend(runner.warnings)
     elif check_mode:
         for case, manifest in zip(planned, manifests):
             case['job'] = manifest['metadata']['name']
+    load_cases, load_warnings = _run_load(conn, params, run_id + '-load', check_mode)
+    warnings.extend(load_warnings)
+    text = S.table(cases)
+    if params['fill']:
+        text += '\n\nFill test (shared resources: %d extra pod(s) must stay Pending)\n%s' % (
+            params['fill_extra'], S.fill_table(fill_cases))
+    if params.get('load') is not None:
+        text += '\n\nLoad (%s, %ss)\n%s' % (
+            params['load']['image'], params['load']['duration'], S.table(load_cases) if load_cases else 'no node to load')
     result = dict(changed=bool(planned) and not params['cleanup'] and not check_mode, cases=cases,
-                  summary=S.summarise(cases), table=S.table(cases), run_id=run_id, warnings=warnings)
+                  fill_cases=fill_cases, load_cases=load_cases,
+                  summary=S.summarise(cases), table=text, run_id=run_id, warnings=warnings)
     _verdict(cases, params, result)
     return result

@@ -12,6 +12,8 @@ from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
 
 from ansible_collections.gpuops.gpu.plugins.module_utils.plans import cluster_policy
+from ansible_collections.gpuops.gpu.plugins.module_utils.plans import driver as driver_plan
+from ansible_collections.gpuops.gpu.plugins.module_utils.common.merge import deep_merge
 from ansible_collections.gpuops.gpu.plugins.module_utils.common.selector import SelectorError, parse_selector
 from ansible_collections.gpuops.gpu.plugins.module_utils.common.checks import (
     is_dns_subdomain, label_key_errors, label_value_errors, type_name)
@@ -81,6 +83,7 @@ def gpu_operator_errors(v):
     errors += ['gpu_operator_cluster_policy_' + e for e in cluster_policy.input_errors(
         overrides, None)]
     errors += toleration_errors(v.get('gpu_operator_daemonset_tolerations'), 'gpu_operator_daemonset_tolerations')
+    errors += driver_errors(v, overrides)
     strategy = v.get('gpu_operator_mig_strategy')
     if strategy not in (None, '') and strategy not in cluster_policy.MIG_STRATEGIES:
         errors.append("gpu_operator_mig_strategy must be none, single or mixed (or empty), got %r" % (strategy,))
@@ -90,6 +93,26 @@ def gpu_operator_errors(v):
         errors.append('gpu_operator_install_method helm needs gpu_operator_helm_chart_ref (a chart directory or '
                       'archive, or <repo>/gpu-operator with gpu_operator_helm_chart_repo_url)')
     return errors
+
+
+def driver_settings(v):
+    """The typed driver settings of the gpu_operator role (``gpu_operator_driver_*``) by short name."""
+    prefix = 'gpu_operator_driver_'
+    return dict((k[len(prefix):], value) for k, value in v.items() if k.startswith(prefix))
+
+
+def driver_errors(v, overrides=None):
+    """The typed driver settings: types, then NVIDIA's cross-field rules on the overrides they make
+    (merged on top of the raw ClusterPolicy overrides, as the role applies them)."""
+    settings = driver_settings(v)
+    if not settings:
+        return []
+    errors = driver_plan.settings_errors(settings)
+    if errors:
+        return errors
+    merged = deep_merge(overrides if isinstance(overrides, dict) else {}, driver_plan.driver_overrides(settings))
+    return driver_plan.driver_rule_errors(merged, 'the ClusterPolicy (gpu_operator_cluster_policy_overrides and '
+                                          'gpu_operator_driver_*) spec')
 
 
 def role_input_errors(variables, role):

@@ -12,7 +12,7 @@ ClusterPolicy operand images (Kubernetes) in ``mirror_operands``.
 
 Facts used (docs/facts.md#air-gapped-mirrors): oc-mirror v2 ``ImageSetConfiguration``
 ``mirror.openshift.io/v2alpha1`` with ``mirror.operators[{catalog, packages[{name, channels[{name}]}]}]``
-and ``mirror.additionalImages[{name}]``.
+and ``mirror.additionalImages[{name}]``; ``mirror.helm`` for the collection's charts (``mirror_images``).
 """
 
 from __future__ import (absolute_import, division, print_function)
@@ -22,6 +22,8 @@ import re
 
 from ansible_collections.gpuops.gpu.plugins.module_utils.common import air_gap, image_ref
 from ansible_collections.gpuops.gpu.plugins.module_utils.common.checks import is_dns_subdomain, type_name
+from ansible_collections.gpuops.gpu.plugins.module_utils.plans.mirror_chain import result_fact
+from ansible_collections.gpuops.gpu.plugins.module_utils.plans.mirror_images import collection_images
 from ansible_collections.gpuops.gpu.plugins.module_utils.plans.mirror_openshift import isc_operators, openshift_objects
 from ansible_collections.gpuops.gpu.plugins.module_utils.plans.mirror_operands import kubernetes_cluster_policy
 
@@ -51,15 +53,17 @@ def mirror_plan(config, cluster=None):
     catalog_sources, openshift_version, image_digest_mirror_set, image_tag_mirror_set, use_icsp,
     mirror_set_name, source_policy, disable_default_sources, ca_bundle, ca_config_map_name,
     operator_namespace, pull_secret_names, auth_host, cluster_policy, operand_images,
-    additional_images.
+    additional_images, collection_values (the other roles' image and chart variables as set, by name:
+    ``mirror_images.variable_names()``).
     ``cluster`` keys: image_config, cluster_policy, csv, cluster_version (objects or None).
+    ``result``: what the role publishes as ``mirror_result`` for the install roles (``mirror_chain``).
     """
     config = dict(config or {})
     cluster = dict(cluster or {})
     plan = {'errors': [], 'warnings': [], 'objects': [], 'cluster_policy_patch': {},
             'cluster_policy_effective': None, 'catalog_sources': [], 'repositories': [],
             'related_images': [], 'operand_images': {}, 'image_set_configuration': None,
-            'public_references': [], 'openshift_version': None}
+            'public_references': [], 'openshift_version': None, 'collection_images': [], 'result': None}
     platform = config.get('platform', 'openshift')
     if platform not in PLATFORMS:
         plan['errors'].append("mirror_platform must be openshift or kubernetes, got '%s'" % platform)
@@ -68,6 +72,10 @@ def mirror_plan(config, cluster=None):
     rules = _input_errors(plan, config, registry)
     plan['operand_images'] = _operand_images(config, cluster, plan['errors'])
     plan['related_images'] = related_images(cluster.get('csv'))
+    collection = collection_images(config.get('collection_values'))
+    plan['errors'].extend(collection['errors'])
+    plan['warnings'].extend(collection['warnings'])
+    plan['collection_images'] = collection['images']
     if plan['errors']:
         return plan
 
@@ -76,14 +84,15 @@ def mirror_plan(config, cluster=None):
     else:
         kubernetes_cluster_policy(plan, config, cluster, rules, plan['operand_images'])
     plan['image_set_configuration'] = image_set_configuration(
-        plan['related_images'] + list(config.get('additional_images') or []),
-        isc_operators(plan) if platform == 'openshift' else [])
+        plan['related_images'] + list(config.get('additional_images') or []) + collection['images'],
+        isc_operators(plan) if platform == 'openshift' else [], collection['charts'])
     if config.get('air_gapped', True):
         checked = list(plan['objects'])
         if plan['cluster_policy_effective']:
             checked.append(plan['cluster_policy_effective'])
         plan['public_references'] = air_gap.public_registry_references(
             checked, [r['mirror'] for r in rules] + ([registry] if registry else []))
+    plan['result'] = result_fact(plan, config)
     return plan
 
 
@@ -180,11 +189,15 @@ def csv_operand_images(csv, all_variants=False):
     return out
 
 
-def image_set_configuration(images, operators=None):
-    """oc-mirror v2 ``ImageSetConfiguration`` for ``images`` (and operator catalogs/packages)."""
+def image_set_configuration(images, operators=None, charts=None):
+    """oc-mirror v2 ``ImageSetConfiguration`` for ``images`` (and operator catalogs/packages, and Helm
+    charts ``{'repositories': [...], 'local': [...]}``)."""
     mirror = {}
     if operators:
         mirror['operators'] = operators
+    helm = dict((key, value) for key, value in (charts or {}).items() if value)
+    if helm:
+        mirror['helm'] = helm
     unique = sorted(set(i for i in images or [] if i))
     if unique:
         mirror['additionalImages'] = [{'name': i} for i in unique]

@@ -23,7 +23,7 @@ import hashlib
 import re
 
 from ansible_collections.gpuops.gpu.plugins.module_utils.common import image_ref
-from ansible_collections.gpuops.gpu.plugins.module_utils.common.checks import as_number, is_dns_label
+from ansible_collections.gpuops.gpu.plugins.module_utils.common.checks import as_number, is_dns_label, is_dns_subdomain
 from ansible_collections.gpuops.gpu.plugins.module_utils.common.names import (
     GPU_RESOURCE, LABEL_MANAGED_BY, LABEL_PRODUCT, MANAGED_BY, MIG_RESOURCE_PREFIX, SHARED_RESOURCE)
 from ansible_collections.gpuops.gpu.plugins.module_utils.gpu.fleet import short_resource
@@ -170,8 +170,9 @@ def affinity(case):
 
 def job_manifest(case, namespace, image, run_id, command=None, args=None, tolerations=None,
                  image_pull_secrets=None, image_pull_policy='IfNotPresent', security_context=None,
-                 node_selector=None, active_deadline_seconds=300, ttl_seconds_after_finished=600):
-    """The Job that requests one unit of the case's resource."""
+                 node_selector=None, active_deadline_seconds=300, ttl_seconds_after_finished=600,
+                 prefix='gpuops-smoke'):
+    """The Job that requests one unit of the case's resource (the load Jobs use ``prefix`` gpuops-load)."""
     labels = {NAME_LABEL: APP_NAME, LABEL_MANAGED_BY: MANAGED_BY, RUN_LABEL: run_id}
     annotations = {ANN_RESOURCE: case['resource']}
     if case.get('product'):
@@ -206,7 +207,7 @@ def job_manifest(case, namespace, image, run_id, command=None, args=None, tolera
         pod_spec['imagePullSecrets'] = [{'name': s} for s in image_pull_secrets]
     return {
         'apiVersion': 'batch/v1', 'kind': 'Job',
-        'metadata': {'name': job_name(case), 'namespace': namespace, 'labels': dict(labels),
+        'metadata': {'name': job_name(case, prefix), 'namespace': namespace, 'labels': dict(labels),
                      'annotations': dict(annotations)},
         'spec': {
             'backoffLimit': 0,
@@ -321,6 +322,163 @@ def table(cases):
     return '\n'.join(lines)
 
 
+# --- fill test of shared resources -------------------------------------------------------------
+
+# the label that ties a fill pod to its case; fill pods also carry RUN_LABEL and NAME_LABEL
+FILL_LABEL = 'gpuops.gpu/smoke-fill'
+ANN_SHARING = 'gpuops.gpu/sharing'
+SHARED_NAMES = (GPU_RESOURCE, SHARED_RESOURCE)
+SHARING_MODES = ('time-slicing', 'mps')
+FILL_MAX_EXTRA = 16
+# more pods than this on one node and resource are not started (a fill test is not a load test)
+FILL_MAX_PODS = 128
+DEFAULT_FILL_COMMAND = ('sleep', '3600')
+SKIPPED = 'skipped'
+
+
+def plan_fill(nodes, extra=1, resources=None, exclude_resources=None):
+    """The fill cases: one per node and shared resource (``nvidia.com/gpu`` or ``nvidia.com/gpu.shared`` on a
+    node whose ``nvidia.com/gpu.sharing-strategy`` is time-slicing or mps with more than 1 replica).
+
+    A case starts ``expect_running`` + ``extra`` pods requesting 1 unit each, pinned to its node: the
+    scheduler must bind exactly ``expect_running`` (the node's free units: its allocatable, the advertised
+    replicas, less what other pods hold) and leave exactly ``extra`` Pending as Unschedulable."""
+    wanted = set(resources or [])
+    excluded = set(exclude_resources or [])
+    out = []
+    for node in nodes or []:
+        sharing = node.get('sharing_strategy') or 'none'
+        replicas = as_number(node.get('replicas'), int, 1) or 1
+        if sharing not in SHARING_MODES or replicas < 2:
+            continue
+        allocatable_map = node.get('allocatable') or {}
+        for resource in sorted(r for r in allocatable_map if r in SHARED_NAMES):
+            if resource in excluded or (wanted and resource not in wanted):
+                continue
+            allocatable = int(allocatable_map.get(resource) or 0)
+            free_map = node.get('free')
+            free = allocatable if free_map is None else max(int(free_map.get(resource, 0) or 0), 0)
+            case = {'kind': 'fill', 'resource': resource, 'node': node.get('name'),
+                    'product': node.get('product_label'), 'sharing': sharing, 'replicas': replicas,
+                    'allocatable': allocatable, 'in_use': allocatable - free, 'extra': int(extra),
+                    'expect_running': free, 'expect_pending': int(extra), 'status': PLANNED, 'reason': ''}
+            if allocatable <= 0:
+                case.update(status=NO_CAPACITY, reason='0 allocatable')
+            elif node.get('unschedulable'):
+                case.update(status=NO_CAPACITY, reason='cordoned')
+            elif node.get('ready') is False:
+                case.update(status=NO_CAPACITY, reason='not Ready')
+            elif free <= 0:
+                case.update(status=NO_CAPACITY, reason='every allocatable unit is requested by pods')
+            elif free + int(extra) > FILL_MAX_PODS:
+                case.update(status=SKIPPED, reason='%d pods needed, more than %d' % (free + int(extra), FILL_MAX_PODS))
+            out.append(case)
+    out.sort(key=lambda c: (c['node'] or '', c['resource']))
+    for index, case in enumerate(out):
+        case['id'] = index
+    return out
+
+
+def fill_pod_manifests(case, namespace, image, run_id, command=DEFAULT_FILL_COMMAND, tolerations=None,
+                       image_pull_secrets=None, image_pull_policy='IfNotPresent', security_context=None):
+    """The ``expect_running + extra`` bare pods of a fill case, each requesting 1 unit, pinned to the node.
+
+    Bare pods, not Jobs: a pod that ends frees its unit and a Pending one would take it. MPS clients need
+    nothing more in the spec: 1 unit in ``limits`` (the device plugin refuses more under MPS) and no
+    ``hostIPC``; the device plugin hands the MPS pipe directory and shared memory to the container."""
+    labels = {NAME_LABEL: APP_NAME, LABEL_MANAGED_BY: MANAGED_BY, RUN_LABEL: run_id, FILL_LABEL: str(case['id'])}
+    annotations = {ANN_RESOURCE: case['resource'], ANN_NODE: case['node'], ANN_SHARING: case['sharing']}
+    base = job_name(dict(case, product=None), prefix='gpuops-fill')
+    pods = []
+    for index in range(case['expect_running'] + case['expect_pending']):
+        container = {
+            'name': 'fill', 'image': image, 'imagePullPolicy': image_pull_policy,
+            'resources': {'limits': {case['resource']: 1}},
+            'securityContext': copy.deepcopy(DEFAULT_SECURITY_CONTEXT if security_context is None else security_context),
+        }
+        if command:
+            container['command'] = list(command)
+        spec = {
+            'restartPolicy': 'Never', 'terminationGracePeriodSeconds': 0, 'automountServiceAccountToken': False,
+            'containers': [container], 'affinity': affinity({'node': case['node']}),
+        }
+        if tolerations:
+            spec['tolerations'] = copy.deepcopy(tolerations)
+        if image_pull_secrets:
+            spec['imagePullSecrets'] = [{'name': s} for s in image_pull_secrets]
+        pods.append({'apiVersion': 'v1', 'kind': 'Pod',
+                     'metadata': {'name': '%s-%d' % (base, index), 'namespace': namespace, 'labels': dict(labels),
+                                  'annotations': dict(annotations)},
+                     'spec': spec})
+    return pods
+
+
+def fill_counts(pods):
+    """(bound, unschedulable, ended) among a fill case's pods: bound to a node, Pending with the scheduler's
+    Unschedulable condition, and ended (Succeeded or Failed: its unit is free again)."""
+    bound = unschedulable = ended = 0
+    for pod in pods or []:
+        phase, reason, _message = pod_state(pod)
+        if (pod.get('spec') or {}).get('nodeName'):
+            bound += 1
+            if phase in ('Succeeded', 'Failed'):
+                ended += 1
+        elif phase == 'Pending' and reason == 'Unschedulable':
+            unschedulable += 1
+    return bound, unschedulable, ended
+
+
+def classify_fill(case, pods, stuck=False):
+    """(status or None while it settles, detail) of a fill case from its pods."""
+    bound, unschedulable, ended = fill_counts(pods)
+    want_bound, want_pending = case['expect_running'], case['expect_pending']
+    counts = '%d bound, %d Pending (Unschedulable); expected %d and %d' % (bound, unschedulable, want_bound, want_pending)
+    if bound > want_bound:
+        why = ('%d fill pods ended and freed their units: give smoke_test_fill_command a command that keeps running'
+               % ended) if ended else 'the node took more pods than it advertises'
+        return FAILED, '%s: %s' % (counts, why)
+    if bound == want_bound and unschedulable == want_pending:
+        return PASSED, counts
+    if stuck:
+        return FAILED, counts
+    return None, counts
+
+
+FILL_COLUMNS = (
+    ('NODE', lambda c: c.get('node') or '-'),
+    ('RESOURCE', lambda c: short_resource(c['resource'])),
+    ('SHARING', lambda c: c.get('sharing') or '-'),
+    ('ALLOC', lambda c: str(c.get('allocatable', 0))),
+    ('IN USE', lambda c: str(c.get('in_use', 0))),
+    ('PODS', lambda c: str(c.get('expect_running', 0) + c.get('expect_pending', 0))),
+    ('RESULT', lambda c: c['status'].upper()),
+    ('DETAIL', lambda c: c.get('detail') or c.get('reason') or ''),
+)
+
+
+def fill_table(cases):
+    """Fixed-width text table of the fill cases."""
+    if not cases:
+        return 'no time-sliced or MPS-shared resource to fill'
+    rows = [[h for h, _f in FILL_COLUMNS]] + [[f(c) for _h, f in FILL_COLUMNS] for c in cases]
+    widths = [max(len(r[i]) for r in rows) for i in range(len(FILL_COLUMNS) - 1)]
+    return '\n'.join('  '.join([row[i].ljust(widths[i]) for i in range(len(widths))] + [row[-1]]).rstrip()
+                     for row in rows)
+
+
+# --- load Jobs ------------------------------------------------------------------------------------
+
+def plan_load(nodes, resources=None):
+    """The load cases: one per node and resource (default ``nvidia.com/gpu``), as :func:`plan_cases` with
+    ``group_by=node``."""
+    return plan_cases(nodes, resources=list(resources or [GPU_RESOURCE]), group_by='node')
+
+
+def with_duration(words, duration):
+    """``words`` with the text ``{duration}`` replaced by the seconds (for gpu-burn or dcgmproftester arguments)."""
+    return [str(w).replace('{duration}', str(int(duration))) for w in words or []]
+
+
 # --- the role's settings --------------------------------------------------------------------
 
 def is_gpu_resource(name):
@@ -332,7 +490,8 @@ def is_gpu_resource(name):
 def input_errors(settings):
     """Every problem with the smoke_test role's settings ([] when none): ``settings`` are its variables
     without the ``smoke_test_`` prefix (image, namespace, timeout, stuck_timeout, poll_interval,
-    resources, exclude_resources). The image is parsed as an image reference (``image_ref``)."""
+    resources, exclude_resources; optionally fill, fill_extra, fill_command, load, load_image,
+    load_duration, load_resources, scc). The images are parsed as image references (``image_ref``)."""
     errors = []
     image = settings.get('image')
     if not isinstance(image, str) or not image.strip():
@@ -361,4 +520,48 @@ def input_errors(settings):
     if not_gpu:
         errors.append('smoke_test_resources: %s is not an NVIDIA GPU resource (nvidia.com/gpu, nvidia.com/gpu.shared, '
                       'nvidia.com/mig-<profile>)' % ', '.join(not_gpu))
+    errors.extend(_fill_errors(settings))
+    errors.extend(_load_errors(settings))
+    scc = settings.get('scc')
+    if scc not in (None, '') and not is_dns_subdomain(scc):
+        errors.append('smoke_test_scc %s is not a SecurityContextConstraints name (for example privileged; '
+                      'empty binds none)' % scc)
+    return errors
+
+
+def _fill_errors(settings):
+    errors = []
+    if 'fill_extra' in settings:
+        extra = as_number(settings.get('fill_extra'), int)
+        if extra is None or not 1 <= extra <= FILL_MAX_EXTRA:
+            errors.append('smoke_test_fill_extra must be a whole number from 1 to %d (the pods started beyond the '
+                          'advertised replicas, which must stay Pending)' % FILL_MAX_EXTRA)
+    if settings.get('fill') and not settings.get('fill_command'):
+        errors.append('smoke_test_fill_command must not be empty with smoke_test_fill: the fill pods must keep '
+                      'running (for example [sleep, "3600"])')
+    return errors
+
+
+def _load_errors(settings):
+    if not settings.get('load'):
+        return []
+    errors = []
+    image = settings.get('load_image')
+    if not isinstance(image, str) or not image.strip():
+        errors.append('smoke_test_load_image must be set with smoke_test_load (a gpu-burn or dcgmproftester image, '
+                      'or its mirror)')
+    else:
+        try:
+            image_ref.parse_image(image)
+        except image_ref.ImageRefError as exc:
+            errors.append('smoke_test_load_image %s is not an image reference: %s' % (image, exc))
+    duration = as_number(settings.get('load_duration'), int)
+    if duration is None or duration < 1:
+        errors.append('smoke_test_load_duration must be at least 1 second')
+    resources = list(settings.get('load_resources') or [])
+    if not resources:
+        errors.append('smoke_test_load_resources must name at least one GPU resource')
+    not_gpu = [str(r) for r in resources if not is_gpu_resource(r)]
+    if not_gpu:
+        errors.append('smoke_test_load_resources: %s is not an NVIDIA GPU resource' % ', '.join(not_gpu))
     return errors

@@ -17,6 +17,8 @@ Facts (gpu-operator v25.10 ``controllers/object_controls.go`` ``applyLicensingCo
   Virtual Workstation, 4 NVIDIA Virtual Compute Server (NVML ``nvmlGridLicenseFeatureCode_t``).
   With NLS the client configuration token names the license service, so ``ServerAddress`` is
   only needed for a legacy license server.
+- The guest driver must come from the same NVIDIA driver branch as the host's vGPU manager, or an
+  older one (docs/vgpu.md#guest-driver-and-host-vgpu-manager): :func:`host_manager_errors`.
 """
 
 from __future__ import (absolute_import, division, print_function)
@@ -40,6 +42,12 @@ GRIDD_KEYS = ('FeatureType', 'ServerAddress', 'ServerPort', 'BackupServerAddress
               'ProxyServerPort', 'ProxyUserName', 'ProxyCredentialsFilePath')
 _GRIDD_KEY_RE = re.compile(r'^[A-Za-z][A-Za-z0-9_]*$')
 _VERSION_RE = re.compile(r'^([A-Za-z0-9_][A-Za-z0-9_.-]{0,127}|sha256:[0-9a-f]{64})$')
+# vGPU software release (major) -> NVIDIA driver branch of its vGPU manager and guest drivers (NVIDIA Virtual
+# GPU Software release notes; docs/vgpu.md#guest-driver-and-host-vgpu-manager).
+VGPU_RELEASE_BRANCHES = {13: 470, 14: 510, 15: 525, 16: 535, 17: 550, 18: 570, 19: 580}
+_HOST_VERSION_RE = re.compile(r'^[Rr]?([0-9]{1,4})((\.[0-9]{1,4}){0,2})$')
+# A guest driver version or image tag: <branch>.<minor>[.<patch>], then anything (-grid, -rhcos4.18, ...).
+_GUEST_VERSION_RE = re.compile(r'^([0-9]{3,4})\.[0-9]{1,4}(\.[0-9]{1,4})?([^0-9.].*)?$')
 _IMAGE_NAME_RE = re.compile(r'^[a-z0-9]+(([._]|__|[-]+)[a-z0-9]+)*(/[a-z0-9]+(([._]|__|[-]+)[a-z0-9]+)*)*$')
 
 
@@ -142,6 +150,67 @@ def driver_image_errors(repository, image, version):
     return errors
 
 
+def host_manager_branch(value):
+    """``(driver branch, error)`` of the hosts' vGPU manager: a vGPU software release (``17.3``, ``17``) or
+    the vGPU manager driver version (``550.90.05``, ``R550``)."""
+    text = str(value).strip() if isinstance(value, (str, int, float)) and not isinstance(value, bool) else ''
+    match = _HOST_VERSION_RE.match(text)
+    # a release is at most <major>.<minor> and never R-prefixed (R<branch> is a driver branch)
+    release_like = match is not None and int(match.group(1)) < 100
+    if not match or (release_like and (text[0] in 'Rr' or match.group(2).count('.') > 1)):
+        return None, ("vgpu_host_manager_version '%s' must be the vGPU software release of the hosts (for example "
+                      "17.3) or their vGPU manager driver version (for example 550.90.05)" % (value,))
+    major = int(match.group(1))
+    if major >= 100:
+        return major, None
+    if major not in VGPU_RELEASE_BRANCHES:
+        return None, ('vgpu_host_manager_version %s: vGPU software release %d is not one this collection knows '
+                      '(%d to %d); give the vGPU manager driver version of the hosts instead (for example '
+                      '550.90.05)' % (text, major, min(VGPU_RELEASE_BRANCHES), max(VGPU_RELEASE_BRANCHES)))
+    return VGPU_RELEASE_BRANCHES[major], None
+
+
+def guest_driver_branch(version):
+    """The driver branch of a guest driver version or image tag (``580.95.05-grid`` -> 580), None when it has
+    none (a digest, an empty version)."""
+    match = _GUEST_VERSION_RE.match(version) if isinstance(version, str) else None
+    return int(match.group(1)) if match else None
+
+
+def host_manager_errors(host_version, guest_version, guest_source):
+    """``(errors, warnings)``: the guest driver ``guest_version`` (named by ``guest_source``, e.g.
+    ``vgpu_driver_version``) against the hosts' vGPU manager ``host_version``.
+
+    NVIDIA's rule: the guest driver's branch must not be newer than the vGPU manager's; a guest driver of
+    the same branch, or of the branch before it, is supported."""
+    if host_version in (None, ''):
+        return [], []
+    host_branch, error = host_manager_branch(host_version)
+    if error:
+        return [error], []
+    if not guest_version:
+        return [], ['vgpu_host_manager_version %s is set but the guest driver version is not known (%s is empty): '
+                    'its compatibility with the vGPU manager was not checked' % (host_version, guest_source)]
+    guest_branch = guest_driver_branch(guest_version)
+    if guest_branch is None:
+        return [], ['the guest driver version %s (%s) has no driver branch to compare with the vGPU manager %s: '
+                    'check by hand that its branch is R%d or older' % (guest_version, guest_source, host_version,
+                                                                       host_branch)]
+    if guest_branch > host_branch:
+        return ['the vGPU guest driver %s (%s, branch R%d) is newer than the vGPU manager %s on the hosts '
+                '(vgpu_host_manager_version, branch R%d): a guest driver must come from the branch of the vGPU '
+                'manager or an older one; use a guest driver of branch R%d or older, or upgrade the vGPU '
+                'manager on the hosts first' % (guest_version, guest_source, guest_branch, host_version,
+                                                host_branch, host_branch)], []
+    branches = sorted(VGPU_RELEASE_BRANCHES.values())
+    if guest_branch in branches and host_branch in branches \
+            and branches.index(host_branch) - branches.index(guest_branch) > 1:
+        return [], ['the vGPU guest driver %s (%s, branch R%d) is more than one branch older than the vGPU '
+                    'manager %s (branch R%d): NVIDIA supports guest drivers of the vGPU manager\'s branch and of '
+                    'the branch before it' % (guest_version, guest_source, guest_branch, host_version, host_branch)]
+    return [], []
+
+
 def vgpu_plan(config, cluster=None):
     """Errors, warnings, gridd.conf text and ClusterPolicy patch for the vgpu role.
 
@@ -149,8 +218,9 @@ def vgpu_plan(config, cluster=None):
     (default FeatureType of rendered settings), token_file,
     driver_repository, driver_image, driver_version, pull_secret_name, registry_server,
     registry_credentials (bool: username/password given), cluster_policy_name,
-    operator_namespace. ``cluster``: cluster_policies (list), namespace_exists (bool),
-    token (``ansible.builtin.stat`` result's ``stat``).
+    operator_namespace, host_manager_version (the hosts' vGPU manager: checked against the guest driver
+    version, ``driver_version`` or else the ClusterPolicy's ``driver.version``). ``cluster``:
+    cluster_policies (list), namespace_exists (bool), token (``ansible.builtin.stat`` result's ``stat``).
     """
     config = dict(config or {})
     cluster = dict(cluster or {})
@@ -184,6 +254,8 @@ def vgpu_plan(config, cluster=None):
                                                      config.get('cluster_policy_name') or '', True,
                                                      'vgpu_cluster_policy_name')
     errors.extend(policy_errors)
+    if policy is not None:
+        _check_host_manager(plan, config, policy)
     if not errors:
         _plan_policy(plan, config, policy, nls)
     return plan
@@ -230,6 +302,19 @@ def _token_errors(token_path, token):
     if not token.get('size'):
         return ['vgpu_token_file %s is empty; download the client configuration token again' % token_path]
     return []
+
+
+def _check_host_manager(plan, config, policy):
+    """The guest driver the role installs (``driver_version``, else the ClusterPolicy's) against the hosts'
+    vGPU manager version."""
+    if config.get('driver_version'):
+        version, source = config['driver_version'], 'vgpu_driver_version'
+    else:
+        version = ((policy.get('spec') or {}).get('driver') or {}).get('version') or ''
+        source = 'driver.version of ClusterPolicy %s' % policy['metadata']['name']
+    errors, warnings = host_manager_errors(config.get('host_manager_version'), version, source)
+    plan['errors'].extend(errors)
+    plan['warnings'].extend(warnings)
 
 
 def _plan_policy(plan, config, policy, nls):

@@ -19,6 +19,7 @@ openshift-api   github.com/openshift/api@v0.0.0-20251021124544-a2cb0c5d994d  h1:
 autoscaler      github.com/openshift/cluster-autoscaler-operator@v0.0.1-0.20241204142113-43631b045675  -
 nfd-operator    github.com/openshift/cluster-nfd-operator@v0.0.0-20260629131115-e53505ffcb61  h1:Ehnmbf0JYcNE3p48+o4dfjQLconilhS3hlZv5e1SmvU=
 prometheus-op   github.com/prometheus-operator/prometheus-operator@v0.83.0  -
+grafana-op      github.com/grafana/grafana-operator/v5@v5.16.0  -
 "
 echo "$table" | while read -r key mv sum; do
   [ -n "$key" ] || continue

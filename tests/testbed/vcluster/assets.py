@@ -14,6 +14,7 @@ from gpusim.kube import Resource
 
 from .common import CACHE, FIELD_MANAGER, HERE, die, log
 from .processes import run
+from .standins import stand_in_crds
 from .state import State
 
 # kwok stages (paths under the kwok module's kustomize/stage/), the set kwokctl uses by default.
@@ -116,7 +117,7 @@ def resource_of(obj: dict) -> Resource:
 
 
 def install_crds(kube, assets: dict) -> list:
-    """Server-side apply every CRD of CRD_FILES (8 at a time); returns their names."""
+    """Server-side apply every CRD of CRD_FILES and the stand-ins (8 at a time); returns their names."""
     docs = []
     for key, rel in CRD_FILES:
         optional = rel.endswith("?")
@@ -127,6 +128,7 @@ def install_crds(kube, assets: dict) -> list:
                 continue
             die(f"CRD file missing from module cache: {path}")
         docs += [d for d in read_yaml_docs(path) if d.get("kind") == "CustomResourceDefinition"]
+    docs += stand_in_crds()  # APIs no served module carries (standins.py)
 
     def one(d):
         d.get("metadata", {}).pop("creationTimestamp", None)

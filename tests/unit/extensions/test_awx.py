@@ -22,7 +22,8 @@ SECRET_NAME = re.compile(r'(pass(word|wd)?|token|secret|api_?key|private_?key|cr
 ENV_LOOKUP = re.compile(r"lookup\('ansible\.builtin\.env', '([A-Z0-9_]+)'")
 # Variables a playbook reads itself (documented in the playbook header), not through a role.
 PLAYBOOK_VARS = {'gpuops_report_label_selector', 'gpuops_report_include_pods', 'gpuops_report_only_gpu_nodes',
-                 'gpuops_report_title', 'gpuops_kubeconfig', 'gpuops_context', 'gpuops_install_nfd'}
+                 'gpuops_report_title', 'gpuops_kubeconfig', 'gpuops_context', 'gpuops_install_nfd',
+                 'gpuops_uninstall_force'}
 
 
 def _load(name):

@@ -46,6 +46,7 @@ MODULE_OF = {
     'controller_schedules': 'schedule',
     'controller_projects': 'project',
     'controller_inventories': 'inventory',
+    'controller_inventory_sources': 'inventory_source',
     'controller_hosts': 'host',
     'controller_execution_environments': 'execution_environment',
     'controller_settings': 'settings',

@@ -18,10 +18,15 @@ import re
 import pytest
 import yaml
 
+from ansible_collections.gpuops.gpu.plugins.module_utils.common.names import CONNECTION_VARS
+
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..', '..'))
 GROUP = 'group/gpuops.gpu.gpu'
-MODULE_DEFAULTS = {GROUP: {'kubeconfig': '{{ gpuops_kubeconfig | default(omit) }}',
-                           'context': '{{ gpuops_context | default(omit) }}'}}
+# every connection option, from the playbook variable of common/names.py CONNECTION_VARS (which the gpu_nodes
+# inventory plugin also sets on its cluster groups)
+MODULE_DEFAULTS = {GROUP: dict((option, '{{ %s | default(omit) }}' % var) for option, var in CONNECTION_VARS)}
+# every play runs for the hosts gpuops_clusters names (one host per cluster, docs/multi-cluster.md), else localhost
+HOSTS = "{{ gpuops_clusters | default('localhost') }}"
 FQCN = re.compile(r'^[a-z0-9_]+\.[a-z0-9_]+\.[a-z0-9_]+$')
 # modules that never talk to a cluster (control flow, facts, local files)
 LOCAL = {'ansible.builtin.' + name for name in (
@@ -115,6 +120,7 @@ def test_every_playbook_sets_the_one_module_defaults_block(path):
             target = os.path.join(os.path.dirname(path), play['ansible.builtin.import_playbook'])
             assert os.path.isfile(target), target
             continue
+        assert play.get('hosts') == HOSTS, '%s: play %r must run for hosts %r' % (_rel(path), play.get('name'), HOSTS)
         assert play.get('module_defaults') == MODULE_DEFAULTS, (
             '%s: play %r must set exactly module_defaults %r' % (_rel(path), play.get('name'), MODULE_DEFAULTS))
         for key in ('pre_tasks', 'tasks', 'post_tasks', 'handlers'):

@@ -25,10 +25,13 @@ SWITCHES = {
     'gpuops_hami': ('hami.yml', False),
     'gpuops_monitoring': ('monitoring.yml', False),
     'gpuops_validate': ('validate.yml', False),
+    'gpuops_openshift_ai': ('openshift_ai.yml', False),
 }
 # playbooks site.yml does not run, on purpose: rbac.yml (a cluster admin, once), reset.yml (undoes site.yml)
 NOT_IN_SITE = {'rbac.yml', 'reset.yml', 'site.yml', 'mig_from_demand.yml',  # mig_from_demand needs a demand
-               'diagnostics.yml'}  # diagnostics: run when a support case needs it
+               'diagnostics.yml',  # diagnostics: run when a support case needs it
+               'uninstall.yml',  # uninstall: removes the stack site.yml installs
+               'upgrade.yml'}  # upgrade: moves the installed stack to new pinned versions, when asked
 QUOTA = [{'namespace': 'team-a', 'hard': {'requests.nvidia.com/gpu': 4}}]
 
 

@@ -53,9 +53,11 @@ def opened(monkeypatch):
     return types.SimpleNamespace(auth=made, fail=opened_fail)
 
 
-def plugin(**options):
+def plugin(origins=None, **options):
+    """The plugin with these options; ``origins``: where some came from (ansible's origin strings), else 'Direct'."""
     inv = gpu_nodes.InventoryModule()
     inv._options = dict(OPTIONS, **options)
+    inv._origins = dict(dict.fromkeys(inv._options, 'Direct'), **(origins or {}))
     inv.loader = DataLoader()
     inv.inventory = InventoryData()
     inv._vars = {}
@@ -82,8 +84,18 @@ def test_one_cluster_from_the_options(opened):
     assert sorted(inventory.hosts) == ['a100-0', 'h100-0', 'l40s-0', 'plain-0', 't4-0']
     assert members(inventory, 'product_nvidia_h100_80gb_hbm3') == ['h100-0']
     assert members(inventory, 'cluster_prod') == sorted(inventory.hosts)
-    assert inventory.groups['cluster_prod'].vars['gpuops_k8s_context'] == 'admin'
+    assert inventory.groups['cluster_prod'].vars['gpuops_context'] == 'admin'
     assert inventory.hosts['a100-0'].vars['gpuops_requested'] == {'nvidia.com/gpu': 4}
+
+
+def test_settings_from_the_environment_are_not_cluster_variables(opened):
+    """An AWX inventory update gets its credential as K8S_AUTH_* (a kubeconfig in a private file of that update):
+    the cluster group must not name that file, the job that targets the cluster gets its own credential."""
+    inventory = run(plugin(origins={'kubeconfig': 'env: K8S_AUTH_KUBECONFIG'}, kubeconfig='/runner/env/tmp1a2b',
+                           context='admin', cluster_name='prod'))
+    assert opened.auth[0]['kubeconfig'] == '/runner/env/tmp1a2b', 'the update itself reads through it'
+    assert inventory.groups['cluster_prod'].vars.get('gpuops_kubeconfig') is None
+    assert inventory.groups['cluster_prod'].vars['gpuops_context'] == 'admin', 'the source file gave this one'
 
 
 def test_without_a_name_the_cluster_is_named_after_its_server(opened):

@@ -10,6 +10,10 @@ import pytest
 
 from ansible_collections.gpuops.gpu.plugins.modules import gpu_smoke_test
 from ansible_collections.gpuops.gpu.tests.unit.plugins.module_utils.plans.test_smoke import FLEET, FakeCluster
+from ansible_collections.gpuops.gpu.tests.unit.plugins.module_utils.plans.test_smoke_fill import FakeScheduler, shared
+
+FILL_FLEET = [shared('t4-0'), shared('t4-1', free=1), shared('t4-2', unschedulable=True),
+              shared('a10-0', resource='nvidia.com/gpu.shared', alloc=8, sharing='mps', replicas=8)]
 
 
 @pytest.fixture
@@ -60,3 +64,55 @@ def test_no_gpu_resource_and_bad_numbers(smoke):
     assert code == 1 and result['msg'] == 'timeout must be at least 1, got 0'
     code, result = smoke({'nodes': FLEET, 'group_by': 'zone'}, FakeCluster())
     assert code == 1 and 'group_by' in result['msg']
+
+
+class FillAndJobs(FakeCluster):
+    """Jobs as FakeCluster; fill pods (run label ending -fill) through the fake scheduler."""
+
+    def __init__(self, units, **kwargs):
+        super(FillAndJobs, self).__init__(**kwargs)
+        self.scheduler = FakeScheduler(units)
+        self.create_namespaced_pod = self.scheduler.create_namespaced_pod
+        self.delete_namespaced_pod = self.scheduler.delete_namespaced_pod
+
+    def list_namespaced_pod(self, namespace, label_selector=None, _preload_content=False):
+        if label_selector.endswith('-fill'):
+            return self.scheduler.list_namespaced_pod(namespace, label_selector)
+        return super(FillAndJobs, self).list_namespaced_pod(namespace, label_selector)
+
+
+LOAD = {'image': 'registry.example.com/gpu-burn:1', 'args': ['{duration}'], 'duration': 30}
+
+
+def test_fill_and_load_check_mode_plans_them(smoke):
+    cluster = FillAndJobs({})
+    code, result = smoke({'nodes': FILL_FLEET, 'fill': True, 'load': LOAD}, cluster, check=True)
+    assert code == 0 and result['changed'] is False
+    fill = dict((c['node'], c) for c in result['fill_cases'])
+    assert fill['t4-0']['status'] == 'planned' and len(fill['t4-0']['pods']) == 5
+    assert fill['a10-0']['sharing'] == 'mps'
+    assert all(c['kind'] == 'load' and c['job'].startswith('gpuops-load-') for c in result['load_cases']
+               if c['status'] == 'planned')
+    assert 'Fill test' in result['table'] and 'Load (registry.example.com/gpu-burn:1, 30s)' in result['table']
+    assert cluster.jobs == {} and cluster.scheduler.pods == {} and cluster.lists == 0
+
+
+def test_fill_and_load_run(smoke):
+    cluster = FillAndJobs({'t4-0': 4, 't4-1': 1, 'a10-0': 8})
+    code, result = smoke({'nodes': FILL_FLEET, 'fill': True, 'load': LOAD}, cluster)
+    assert code == 0, result.get('msg')
+    statuses = dict((c['node'], c['status']) for c in result['fill_cases'])
+    assert statuses == {'t4-0': 'passed', 't4-1': 'passed', 't4-2': 'no-capacity', 'a10-0': 'passed'}
+    assert all(c['status'] == 'passed' for c in result['load_cases'] if c['node'] != 't4-2')
+    assert cluster.jobs == {} and cluster.scheduler.pods == {}
+    # t4-1 has 1 free unit (3 in use by other pods) but the node takes 4 more: a failed fill case fails the module
+    cluster = FillAndJobs({'t4-0': 4, 't4-1': 4, 'a10-0': 8})
+    code, result = smoke({'nodes': FILL_FLEET, 'fill': True}, cluster)
+    assert code == 1 and 'fill test nvidia.com/gpu t4-1: failed 2 bound, 0 Pending' in result['msg']
+
+
+def test_fill_options_checked(smoke):
+    code, result = smoke({'nodes': FILL_FLEET, 'fill': True, 'fill_extra': 0}, FillAndJobs({}))
+    assert code == 1 and result['msg'] == 'fill_extra must be from 1 to 16, got 0'
+    code, result = smoke({'nodes': FILL_FLEET, 'load': dict(LOAD, duration=0)}, FillAndJobs({}))
+    assert code == 1 and result['msg'] == 'load.duration must be at least 1, got 0'

@@ -5,6 +5,8 @@
 from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
 
+import copy
+
 import pytest
 
 from ansible.errors import AnsibleFilterError
@@ -16,22 +18,40 @@ from ansible_collections.gpuops.gpu.tests.unit.plugins.module_utils.gpu_cluster_
 
 FILTERS = FilterModule().filters()
 
-INFOS = gpu_node.fleet_info(gpu_node.select_nodes(NODES)[0], PODS)
+
+def _with_driver_labels(nodes):
+    """The nodes, a100-0 with GFD's driver-version/runtime-version labels, h100-0 with the older
+    cuda.driver.* / cuda.runtime.* ones only."""
+    nodes = copy.deepcopy(nodes)
+    for item in nodes:
+        labels = item['metadata'].setdefault('labels', {})
+        if item['metadata']['name'] == 'a100-0':
+            labels.update({'nvidia.com/cuda.driver-version.full': '570.172.08',
+                           'nvidia.com/cuda.driver-version.major': '570',
+                           'nvidia.com/cuda.runtime-version.full': '12.8'})
+        elif item['metadata']['name'] == 'h100-0':
+            labels.update({'nvidia.com/cuda.driver.major': '580', 'nvidia.com/cuda.driver.minor': '95',
+                           'nvidia.com/cuda.driver.rev': '05', 'nvidia.com/cuda.runtime.major': '13',
+                           'nvidia.com/cuda.runtime.minor': '0'})
+    return nodes
+
+
+INFOS = gpu_node.fleet_info(gpu_node.select_nodes(_with_driver_labels(NODES))[0], PODS)
 SUMMARY = gpu_node.fleet_summary(INFOS)
 
 # (each row split in two literals to keep the source lines short)
 TABLE = '\n'.join([
-    'NODE     PRODUCT                GPUS  MIG                         SHARING         '
+    'NODE     PRODUCT                GPUS  MIG                         SHARING         DRIVER      CUDA  '
     'ALLOCATABLE                         REQUESTED                    PODS  READY  CORDONED',
-    'a100-0   NVIDIA-A100-SXM4-40GB    56  single/all-1g.5gb/success   -               '
+    'a100-0   NVIDIA-A100-SXM4-40GB    56  single/all-1g.5gb/success   -               570.172.08  12.8  '
     'gpu:56                              gpu:4                           2  yes    no',
-    'h100-0   NVIDIA-H100-80GB-HBM3     8  mixed/all-balanced/pending  -               '
+    'h100-0   NVIDIA-H100-80GB-HBM3     8  mixed/all-balanced/pending  -               580.95.05   13.0  '
     'gpu:4 mig-1g.10gb:14 mig-3g.40gb:2  mig-1g.10gb:3 mig-3g.40gb:1     1  yes    yes',
-    'l40s-0   NVIDIA-L40S               4  -                           mps/10          '
+    'l40s-0   NVIDIA-L40S               4  -                           mps/10          -           -     '
     'gpu.shared:40                       gpu.shared:3                    1  no     no',
-    'plain-0  -                         -  -                           -               '
+    'plain-0  -                         -  -                           -               -           -     '
     'gpu:2                               -                               0  yes    no',
-    't4-0     Tesla-T4                  1  -                           time-slicing/4  '
+    't4-0     Tesla-T4                  1  -                           time-slicing/4  -           -     '
     'gpu:4                               gpu:2                           2  yes    no',
 ])
 
@@ -101,17 +121,32 @@ def test_render_without_summary_and_no_trailing_spaces():
 def test_render_pods_not_read():
     infos = gpu_node.fleet_info(gpu_node.select_nodes(NODES)[0], None)
     lines = fleet_table.render(infos, gpu_node.fleet_summary(infos)).split('\n')
-    assert lines[1].split() == ['a100-0', 'NVIDIA-A100-SXM4-40GB', '56', 'single/all-1g.5gb/success', '-',
+    assert lines[1].split() == ['a100-0', 'NVIDIA-A100-SXM4-40GB', '56', 'single/all-1g.5gb/success', '-', '-', '-',
                                 'gpu:56', 'n/a', 'n/a', 'yes', 'no']
     assert 'requested: n/a; free: n/a' in lines[-2]
     assert lines[-1].startswith('GPU pods: n/a; cordoned: 1;')
 
 
 def test_render_empty_and_partial_nodes():
-    assert fleet_table.render([]) == ('NODE  PRODUCT  GPUS  MIG  SHARING  ALLOCATABLE  REQUESTED  PODS  READY  CORDONED\n'
-                                      '(no GPU nodes)')
+    assert fleet_table.render([]) == ('NODE  PRODUCT  GPUS  MIG  SHARING  DRIVER  CUDA  ALLOCATABLE  REQUESTED  PODS  '
+                                      'READY  CORDONED\n(no GPU nodes)')
     assert fleet_table.render([{'name': 'x'}]).split('\n')[1].split() == \
-        ['x', '-', '-', '-', '-', 'n/a', 'n/a', 'n/a', 'yes', 'no']
+        ['x', '-', '-', '-', '-', '-', '-', 'n/a', 'n/a', 'n/a', 'yes', 'no']
+
+
+def test_driver_and_cuda_columns_from_either_label_generation():
+    by_name = dict((info['name'], info) for info in INFOS)
+    assert (by_name['a100-0']['driver_version'], by_name['a100-0']['cuda_version']) == ('570.172.08', '12.8')
+    assert (by_name['h100-0']['driver_version'], by_name['h100-0']['cuda_version']) == ('580.95.05', '13.0')
+    assert (by_name['t4-0']['driver_version'], by_name['t4-0']['cuda_version']) == (None, None)
+    # the newer labels win; parts alone (no .full) are joined
+    assert gpu_node.driver_version({'nvidia.com/cuda.driver-version.major': '570',
+                                    'nvidia.com/cuda.driver-version.minor': '86',
+                                    'nvidia.com/cuda.driver-version.revision': '15',
+                                    'nvidia.com/cuda.driver.major': '1'}) == '570.86.15'
+    lines = fleet_table.render(INFOS).split('\n')
+    col = lines[0].index('DRIVER')
+    assert [line[col:].split()[0] for line in lines[1:]] == ['570.172.08', '580.95.05', '-', '-', '-']
 
 
 def test_summary_singular_and_non_gpu_nodes():

@@ -317,3 +317,14 @@ def test_the_rollout_roles_artifact_is_accepted():
     assert from_artifact['nodes'] == from_result['nodes']
     assert (from_artifact['kind'], from_artifact['started'], from_artifact['ended']) == ('mig', at(0), at(50))
     assert 'not started: a100-9' in fr.render(FLEET, rollout=artifact)['html']
+
+
+def test_driver_and_cuda_versions_in_every_format():
+    out = fr.render(FLEET)
+    rows = list(csv.reader(io.StringIO(out['csv'])))
+    driver, cuda = rows[0].index('DRIVER'), rows[0].index('CUDA')
+    assert [(r[0], r[driver], r[cuda]) for r in rows[1:3]] == [('a100-0', '570.172.08', '12.8'),
+                                                               ('h100-0', '580.95.05', '13.0')]
+    assert '<th>DRIVER</th>' in out['html'].replace(' scope="col"', '') or 'DRIVER' in out['html']
+    assert '570.172.08' in out['html']
+    assert json.loads(out['json'])['nodes'][0]['driver_version'] == '570.172.08'

@@ -29,7 +29,7 @@ def infos(nodes=None, label_keys=(POOL,)):
 
 def cluster(name, nodes=None, server='https://api.%s.example.com:6443'):
     return {'name': name, 'server': server % name if '%s' in server else server,
-            'settings': {'gpuops_k8s_context': name}, 'nodes': infos(nodes)}
+            'settings': {'gpuops_context': name}, 'nodes': infos(nodes)}
 
 
 # ------------------------------------------------------------------ names
@@ -130,11 +130,12 @@ def test_chosen_labels_and_another_pool_label():
 
 def test_cluster_group_variables_hold_no_secret():
     built = ig.build_inventory([cluster('prod')])
-    assert built['group_vars'] == {'cluster_prod': {'gpuops_cluster': 'prod', 'gpuops_k8s_context': 'prod',
+    assert built['group_vars'] == {'cluster_prod': {'gpuops_cluster': 'prod', 'gpuops_context': 'prod',
                                                     'gpuops_cluster_server': 'https://api.prod.example.com:6443'}}
     assert ig.public_settings({'kubeconfig': '/k', 'context': 'c', 'host': 'https://h', 'api_key': 'sEcReT',
-                               'password': 'pw', 'username': 'u'}) == {
-        'gpuops_k8s_kubeconfig': '/k', 'gpuops_k8s_context': 'c', 'gpuops_k8s_host': 'https://h'}
+                               'password': 'pw', 'username': 'u', 'ca_cert': '/ca.crt', 'validate_certs': False}) == {
+        'gpuops_kubeconfig': '/k', 'gpuops_context': 'c', 'gpuops_k8s_host': 'https://h',
+        'gpuops_k8s_ca_cert': '/ca.crt', 'gpuops_k8s_validate_certs': False}
     assert ig.public_settings({'kubeconfig': {'users': [{'user': {'token': 'sEcReT'}}]}}) == {}
 
 

@@ -122,6 +122,8 @@ def test_node_gpu_info_mig_single_with_pods():
         'sharing_strategy': 'none',
         'replicas': 1,
         'device_plugin_config': None,
+        'driver_version': None,   # no GFD driver labels on this node
+        'cuda_version': None,
         'deploy': {'device-plugin': 'true', 'mig-manager': 'true'},
         'paused_for_mig_change': [],
         'capacity': {GPU: 56},

@@ -198,3 +198,38 @@ def test_absent():
     assert result['changed'] and custom.policies == {}
     result, _clock = apply(custom, state='absent')
     assert result['changed'] is False
+
+
+class DriverSchemaCustom(FakeCustom):
+    """A CRD whose driver and gds fields include the ones NVIDIA's cross-field rules are about."""
+
+    def get_cluster_custom_object(self, group, version, plural, name, **kwargs):
+        if plural == 'customresourcedefinitions':
+            schema = {'type': 'object', 'properties': {
+                'mig': SCHEMA['properties']['mig'],
+                'driver': {'type': 'object', 'properties': {
+                    'enabled': {'type': 'boolean'}, 'usePrecompiled': {'type': 'boolean'},
+                    'version': {'type': 'string'}, 'kernelModuleType': {'type': 'string'}}},
+                'gds': {'type': 'object', 'properties': {'enabled': {'type': 'boolean'},
+                                                         'version': {'type': 'string'}}}}}
+            return {'spec': {'versions': [{'name': 'v1', 'served': True,
+                                           'schema': {'openAPIV3Schema': {'properties': {'spec': schema}}}}]}}
+        return FakeCustom.get_cluster_custom_object(self, group, version, plural, name, **kwargs)
+
+
+def test_driver_rules_fail_before_any_write_with_the_stored_fields_counted():
+    # the stored policy has a recent GDS version: enabling GDS without the open modules is refused
+    custom = DriverSchemaCustom([stored(gds={'version': '2.20.5'})])
+    with pytest.raises(cpc.InputError, match='nothing was changed; the GPU operator would refuse this ClusterPolicy: '
+                                             r'spec.gds.enabled: GPUDirect Storage 2.20.5 works only with the open'):
+        apply(custom, alm_examples=ALM, overrides={'gds': {'enabled': True}})
+    with pytest.raises(cpc.InputError, match='usePrecompiled needs spec.driver.version'):
+        apply(custom, alm_examples=ALM, overrides={'driver': {'usePrecompiled': True}})
+    assert custom.calls == []
+    result, _clock = apply(custom, alm_examples=ALM, overrides={'gds': {'enabled': True},
+                                                                'driver': {'kernelModuleType': 'open'}})
+    assert result['changed'] and custom.policies['gpu-cluster-policy']['spec']['gds'] == {
+        'version': '2.20.5', 'enabled': True}
+    # a create is checked too
+    with pytest.raises(cpc.InputError, match='usePrecompiled needs'):
+        apply(DriverSchemaCustom(), alm_examples=ALM, overrides={'driver': {'usePrecompiled': True}})

@@ -167,3 +167,96 @@ def test_monitoring_plan_filter():
     assert FILTERS['monitoring_plan'](role_settings(), read())['openshift'] is True
     with pytest.raises(AnsibleFilterError):
         FILTERS['monitoring_plan']([])
+
+
+# --- default list completeness, vGPU licence alert, Grafana Operator -----------------------------
+
+def test_role_default_list_has_pipe_activity_nvlink_and_vgpu_license():
+    fields = [m['field'] for m in role_settings()['dcgm_metrics']]
+    for field in ('DCGM_FI_PROF_PIPE_FP16_ACTIVE', 'DCGM_FI_PROF_PIPE_FP32_ACTIVE', 'DCGM_FI_PROF_PIPE_FP64_ACTIVE',
+                  'DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL', D.VGPU_LICENSE_FIELD):
+        assert field in fields
+    csv = D.render_csv(role_settings()['dcgm_metrics'])
+    assert 'DCGM_FI_PROF_PIPE_FP64_ACTIVE, gauge, Ratio of cycles the FP64 pipe is active.\n' in csv
+
+
+def test_vgpu_license_alert_needs_its_field():
+    metrics = [m for m in role_settings()['dcgm_metrics'] if m['field'] != D.VGPU_LICENSE_FIELD]
+    errors = D.monitoring_plan(role_settings(dcgm_metrics=metrics))['errors']
+    assert errors == ['DCGM_FI_DEV_VGPU_LICENSE_STATUS is missing from the metric list but is needed '
+                      '(dashboard, alerts or console plugin)']
+    assert D.monitoring_plan(role_settings(dcgm_metrics=metrics, alert_vgpu_license=False))['errors'] == []
+    assert D.monitoring_plan(role_settings(dcgm_metrics=metrics, alerts=False))['errors'] == []
+
+
+GRAFANA = dict(CRDS, **{D.GRAFANA_DASHBOARD_CRD: True})
+SELECTOR = {'matchLabels': {'dashboards': 'grafana'}}
+
+
+def dashboard(namespace='gpu-operator', selector=None):
+    return {'metadata': {'name': 'gpuops-gpu-dashboard', 'namespace': namespace},
+            'spec': {'instanceSelector': selector or SELECTOR, 'json': '{}'}}
+
+
+@pytest.mark.parametrize('extra, cluster, expected', [
+    ({}, {'crds': GRAFANA}, 'gpu-operator'),                                     # auto, OpenShift, CRD
+    ({}, {}, None),                                                              # auto, no CRD
+    ({'platform': 'kubernetes'}, {'crds': GRAFANA, 'namespaces': ['gpu-operator', 'monitoring']}, None),
+    ({'platform': 'kubernetes', 'grafana_operator': 'always'},
+     {'crds': GRAFANA, 'namespaces': ['gpu-operator', 'monitoring']}, 'gpu-operator'),
+    ({'grafana_operator': 'never'}, {'crds': GRAFANA}, None),
+    ({'dashboard': False}, {'crds': GRAFANA}, None),
+    ({'grafana_operator_namespace': 'grafana'}, {'crds': GRAFANA,
+                                                 'namespaces': ['gpu-operator', 'openshift-config-managed', 'grafana']},
+     'grafana'),
+    # the same selector as the existing dashboard (the API may add an empty matchExpressions)
+    ({}, {'crds': GRAFANA, 'grafana_dashboards': [dashboard(selector=dict(SELECTOR, matchExpressions=[]))]},
+     'gpu-operator'),
+    # another namespace's dashboard of the same name is not ours
+    ({}, {'crds': GRAFANA, 'grafana_dashboards': [dashboard('other', {'matchLabels': {'x': 'y'}})]}, 'gpu-operator'),
+])
+def test_grafana_operator_decision(extra, cluster, expected):
+    plan = D.monitoring_plan(role_settings(**extra), read(**cluster))
+    assert plan['errors'] == []
+    assert plan['grafana_operator'] is (expected is not None)
+    assert plan['grafana_operator_namespace'] == expected
+
+
+@pytest.mark.parametrize('extra, cluster, fragment', [
+    ({'grafana_operator': 'always'}, {}, 'the GrafanaDashboard CRD (grafanadashboards.grafana.integreatly.org) is '
+                                         'missing'),
+    ({'grafana_operator_namespace': 'grafana'}, {'crds': GRAFANA},
+     'the namespace grafana for the GrafanaDashboard does not exist'),
+    ({'grafana_operator_instance_selector': {'matchLabels': {'dashboards': 'team-a'}}},
+     {'crds': GRAFANA, 'grafana_dashboards': [dashboard()]},
+     'GrafanaDashboard gpu-operator/gpuops-gpu-dashboard selects the Grafana instances '
+     '{"matchLabels": {"dashboards": "grafana"}}, not {"matchLabels": {"dashboards": "team-a"}}, and its '
+     'spec.instanceSelector cannot be changed'),
+])
+def test_grafana_operator_cluster_errors(extra, cluster, fragment):
+    errors = D.monitoring_plan(role_settings(**extra), read(**cluster))['errors']
+    assert len(errors) == 1 and fragment in errors[0], errors
+
+
+@pytest.mark.parametrize('extra, fragment', [
+    ({'grafana_operator': 'yes'}, "monitoring_grafana_operator must be one of auto, always, never, got 'yes'"),
+    ({'grafana_operator_instance_selector': {}}, 'is empty: it would select every Grafana instance'),
+    ({'grafana_operator_instance_selector': None}, 'must be a label selector'),
+    ({'grafana_operator_instance_selector': {'matchLabel': {'a': 'b'}}}, "did you mean 'matchLabels'"),
+    ({'grafana_operator_instance_selector': {'matchLabels': {'dashboards': 1}}}, 'quote it in YAML'),
+    ({'grafana_operator_instance_selector': {'matchLabels': {'bad key!': 'x'}}}, 'matchLabels key bad key!'),
+    ({'grafana_operator_instance_selector': {'matchExpressions': [{'key': 'a', 'operator': 'Is'}]}},
+     'matchExpressions[0] must be {key, operator (In, NotIn, Exists, DoesNotExist), values}'),
+    ({'grafana_operator_namespace': 'Grafana'}, 'monitoring_grafana_operator_namespace Grafana is not a namespace name'),
+])
+def test_grafana_operator_setting_errors(extra, fragment):
+    errors = D.monitoring_plan(role_settings(**extra))['errors']
+    assert len(errors) == 1 and fragment in errors[0], errors
+
+
+def test_grafana_operator_settings_ignored_when_off():
+    bad = {'grafana_operator_instance_selector': {}, 'grafana_operator_namespace': 'Bad'}
+    assert D.monitoring_plan(role_settings(grafana_operator='never', **bad))['errors'] == []
+    assert D.monitoring_plan(role_settings(dashboard=False, **bad))['errors'] == []
+    expressions = {'matchExpressions': [{'key': 'dashboards', 'operator': 'In', 'values': ['grafana']}]}
+    assert D.monitoring_plan(role_settings(grafana_operator_instance_selector=expressions))['errors'] == []

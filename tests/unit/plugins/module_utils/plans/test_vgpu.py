@@ -9,8 +9,8 @@ __metaclass__ = type
 import pytest
 
 from ansible_collections.gpuops.gpu.plugins.module_utils.plans.vgpu import (
-    driver_image_errors, gridd_settings_errors, gridd_settings_from_text, gridd_text_errors, render_gridd_conf,
-    vgpu_plan)
+    driver_image_errors, gridd_settings_errors, gridd_settings_from_text, gridd_text_errors, guest_driver_branch,
+    host_manager_branch, host_manager_errors, render_gridd_conf, vgpu_plan)
 
 POLICY = {'metadata': {'name': 'gpu-cluster-policy'},
           'spec': {'driver': {'enabled': True, 'licensingConfig': {'nlsEnabled': True, 'secretName': ''},
@@ -156,3 +156,91 @@ def test_plan_driver_disabled_and_driver_crd():
     policy = {'metadata': {'name': 'p'}, 'spec': {'driver': {'useNvidiaDriverCRD': True}}}
     plan = vgpu_plan(config(), cluster(cluster_policies=[policy]))
     assert plan['errors'] == [] and 'NVIDIADriver' in plan['warnings'][0]
+
+
+# --- guest driver against the hosts' vGPU manager ------------------------------------------------
+
+@pytest.mark.parametrize('value, branch', [
+    ('17.3', 550), ('17', 550), ('16.8', 535), ('19.2', 580), ('550.90.05', 550), ('550.90', 550), ('R570', 570),
+    (' 535.230.02 ', 535),
+])
+def test_host_manager_branch(value, branch):
+    assert host_manager_branch(value) == (branch, None)
+
+
+@pytest.mark.parametrize('value, message', [
+    ('seventeen', 'must be the vGPU software release of the hosts'),
+    ('17.3.1', 'must be the vGPU software release'),
+    ('550.90.05.1', 'must be the vGPU software release'),
+    ('R17', 'must be the vGPU software release'),
+    ('17.3-beta', 'must be the vGPU software release'),
+    (True, 'must be the vGPU software release'),
+    ([17], 'must be the vGPU software release'),
+    ('12.4', 'vGPU software release 12 is not one this collection knows (13 to 19)'),
+])
+def test_host_manager_branch_malformed(value, message):
+    branch, error = host_manager_branch(value)
+    assert branch is None and message in error
+
+
+@pytest.mark.parametrize('version, branch', [
+    ('580.95.05-grid', 580), ('550.90.07', 550), ('535.230.02-rhcos4.18', 535), ('550.90', 550),
+    ('sha256:' + 'a' * 64, None), ('', None), ('latest', None), (None, None), ('55.1.2', None),
+])
+def test_guest_driver_branch(version, branch):
+    assert guest_driver_branch(version) == branch
+
+
+def test_host_manager_equal_branch_passes():
+    assert host_manager_errors('17.3', '550.90.07-grid', 'vgpu_driver_version') == ([], [])
+    assert host_manager_errors('550.90.05', '550.90.05', 'vgpu_driver_version') == ([], [])
+    # a later release of the same branch is still the same branch
+    assert host_manager_errors('550.54.10', '550.127.05', 'vgpu_driver_version') == ([], [])
+
+
+def test_host_manager_older_guest_passes_previous_branch_and_warns_beyond():
+    assert host_manager_errors('17.3', '535.230.02', 'vgpu_driver_version') == ([], [])
+    errors, warnings = host_manager_errors('580.65.05', '535.230.02', 'vgpu_driver_version')
+    assert errors == [] and 'more than one branch older' in warnings[0]
+
+
+def test_host_manager_newer_guest_fails_naming_both_versions():
+    errors, warnings = host_manager_errors('17.3', '580.95.05-grid', 'vgpu_driver_version')
+    assert warnings == [] and len(errors) == 1
+    assert '580.95.05-grid' in errors[0] and '17.3' in errors[0]
+    assert 'branch R580' in errors[0] and 'branch R550' in errors[0] and 'R550 or older' in errors[0]
+    # boundary: the first version of the next branch
+    assert host_manager_errors('550.163.01', '570.86.10', 'vgpu_driver_version')[0]
+
+
+def test_host_manager_unknown_guest_version_warns():
+    assert host_manager_errors('', '580.95.05', 'vgpu_driver_version') == ([], [])
+    assert host_manager_errors(None, '580.95.05', 'vgpu_driver_version') == ([], [])
+    errors, warnings = host_manager_errors('17.3', '', 'vgpu_driver_version')
+    assert errors == [] and 'was not checked' in warnings[0]
+    errors, warnings = host_manager_errors('17.3', 'sha256:' + 'b' * 64, 'vgpu_driver_version')
+    assert errors == [] and 'R550 or older' in warnings[0]
+    errors, warnings = host_manager_errors('17.x', '550.90.07', 'vgpu_driver_version')
+    assert 'must be the vGPU software release' in errors[0]
+
+
+def test_plan_checks_host_manager_against_driver_version_before_writing():
+    plan = vgpu_plan(config(driver_repository='registry.example.com/nvidia', driver_version='580.95.05-grid',
+                            host_manager_version='17.3'), cluster())
+    assert plan['cluster_policy_patch'] == {}
+    assert any('newer than the vGPU manager 17.3' in e for e in plan['errors'])
+    plan = vgpu_plan(config(driver_repository='registry.example.com/nvidia', driver_version='550.90.07',
+                            host_manager_version='17.3'), cluster())
+    assert plan['errors'] == [] and plan['cluster_policy_patch']['driver']['version'] == '550.90.07'
+
+
+def test_plan_checks_host_manager_against_cluster_policy_driver_version():
+    policy = {'metadata': {'name': 'gpu-cluster-policy'},
+              'spec': {'driver': {'enabled': True, 'version': '570.124.06'}}}
+    plan = vgpu_plan(config(host_manager_version='550.90.05'), cluster(cluster_policies=[policy]))
+    assert any('driver.version of ClusterPolicy gpu-cluster-policy' in e and '570.124.06' in e
+               for e in plan['errors'])
+    plan = vgpu_plan(config(host_manager_version='18.1'), cluster(cluster_policies=[policy]))
+    assert plan['errors'] == []
+    plan = vgpu_plan(config(host_manager_version='17.3'), cluster())  # POLICY has no driver.version
+    assert plan['errors'] == [] and any('was not checked' in w for w in plan['warnings'])
