@@ -84,13 +84,15 @@ else
   log "gpu-operator built in $(( $(date +%s) - t ))s"
 fi
 
-# 4. modules whose YAML (CRDs, kwok stages, operator assets) `testbed up` reads at run time
-if [ -f "$dir/assets.ok" ] && [ "$force" = 0 ]; then
+# 4. modules whose YAML (CRDs, kwok stages, operator assets) `testbed up` reads at run time; the marker is
+#    keyed by the module table, so a module added to it is downloaded by the next build
+assets_ok="$dir/assets-$(sha256sum "$here/hack/asset-modules.sh" | cut -c1-12).ok"
+if [ -f "$assets_ok" ] && [ "$force" = 0 ]; then
   log "asset modules: cached"
 else
   t=$(date +%s)
   "$here/hack/asset-modules.sh" download >/dev/null
-  touch "$dir/assets.ok"
+  touch "$assets_ok"
   log "asset modules downloaded in $(( $(date +%s) - t ))s"
 fi
 
