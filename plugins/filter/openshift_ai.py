@@ -16,10 +16,10 @@ from ansible.errors import AnsibleFilterError
 from ansible_collections.gpuops.gpu.plugins.module_utils.plans import openshift_ai
 
 
-def openshift_ai_kind(kind):
-    """apiVersion, kind and CRD name of accelerator_profile or hardware_profile."""
+def openshift_ai_kind(kind, hardware_profile_v1_served=None):
+    """The kind option resolved (auto), with its apiVersion, kind and CRD name."""
     try:
-        return openshift_ai.profile_kind(kind)
+        return openshift_ai.profile_kind(kind, hardware_profile_v1_served)
     except ValueError as exc:
         raise AnsibleFilterError('openshift_ai_kind: %s' % exc)
 

@@ -182,9 +182,10 @@ def test_absent_keeps_foreign_taints_and_tolerations(testbed, core, custom):
 
 AI_NS = 'redhat-ods-applications'
 AI = {'accelerator': ('dashboard.opendatahub.io', 'v1', 'acceleratorprofiles'),
-      'hardware': ('infrastructure.opendatahub.io', 'v1alpha1', 'hardwareprofiles')}
+      'hardware': ('infrastructure.opendatahub.io', 'v1', 'hardwareprofiles')}
 # the placement role's taints are what the profiles tolerate when openshift_ai_taints is not set
-AI_BASE = {'openshift_ai_namespace': AI_NS, 'gpu_node_placement_taints': [GPU_TAINT, DEDICATED]}
+AI_BASE = {'openshift_ai_namespace': AI_NS, 'gpu_node_placement_taints': [GPU_TAINT, DEDICATED],
+           'openshift_ai_kind': 'accelerator_profile'}
 USER_PROFILE = {'apiVersion': 'dashboard.opendatahub.io/v1', 'kind': 'AcceleratorProfile',
                 'metadata': {'name': 'team-a-gpu'},
                 'spec': {'displayName': 'Team A', 'enabled': True, 'identifier': 'nvidia.com/gpu', 'tolerations': []}}
@@ -239,7 +240,10 @@ def test_openshift_ai_one_profile_per_resource_then_no_change(testbed, core, cus
 
 
 def test_openshift_ai_hardware_profile_round_trip_and_absent_removes_only_ours(testbed, core, custom):
-    hw = dict(AI_BASE, openshift_ai_kind='hardware_profile', openshift_ai_resources=['nvidia.com/gpu'])
+    """openshift_ai_kind left to auto: the cluster serves infrastructure.opendatahub.io/v1 HardwareProfile (as Open
+    Data Hub / OpenShift AI 3 do), so HardwareProfiles are written, in v1."""
+    hw = dict((k, v) for k, v in AI_BASE.items() if k != 'openshift_ai_kind')
+    hw['openshift_ai_resources'] = ['nvidia.com/gpu']
     rc, results, raw = run_role(testbed.kubeconfig, 'openshift_ai', hw)
     assert rc == 0 and changed_tasks(results) == ['Write the profiles'], raw[-3000:]
     rc, results, raw = run_role(testbed.kubeconfig, 'openshift_ai', hw)  # the API server's copy reads as unchanged

@@ -5,12 +5,16 @@
 """OpenShift AI / Open Data Hub profiles: one AcceleratorProfile or HardwareProfile per GPU resource
 the nodes advertise, with the tolerations of the GPU node taints. Pure, no I/O.
 
-The two kinds and the fields set are in docs/openshift-ai.md (with their upstream sources):
+The kinds and the fields set are in docs/openshift-ai.md (with their upstream sources):
 - ``accelerator_profile``: ``dashboard.opendatahub.io/v1`` ``AcceleratorProfile``, spec ``displayName``,
-  ``enabled``, ``identifier`` (the extended resource), ``description``, ``tolerations``;
-- ``hardware_profile``: ``infrastructure.opendatahub.io/v1alpha1`` ``HardwareProfile``, spec
+  ``enabled``, ``identifier`` (the extended resource), ``description``, ``tolerations``; Open Data Hub /
+  OpenShift AI 2.x (from 3.0 on the operator refuses to create or update them);
+- ``hardware_profile``: ``infrastructure.opendatahub.io/v1`` ``HardwareProfile`` (3.0 on), spec
   ``identifiers`` (one ``Accelerator`` entry) and ``scheduling`` (``type: Node``, ``node.tolerations``);
-  display name, description and enabled are the ``opendatahub.io/*`` annotations.
+  display name, description and enabled are the ``opendatahub.io/*`` annotations;
+  ``hardware_profile_v1alpha1``: the same object in ``v1alpha1``, the version 2.x serves (deprecated in 3.0);
+- ``auto`` (resolve_kind): ``hardware_profile`` where the cluster serves HardwareProfile v1, else
+  ``accelerator_profile``.
 
 Ownership: the profiles carry ``app.kubernetes.io/managed-by: gpuops.gpu``; a profile without it is
 never changed or deleted (a name clash with one is an input error).
@@ -31,9 +35,12 @@ from ansible_collections.gpuops.gpu.plugins.module_utils.plans.placement import 
 KINDS = {
     'accelerator_profile': ('dashboard.opendatahub.io/v1', 'AcceleratorProfile',
                             'acceleratorprofiles.dashboard.opendatahub.io'),
-    'hardware_profile': ('infrastructure.opendatahub.io/v1alpha1', 'HardwareProfile',
+    'hardware_profile': ('infrastructure.opendatahub.io/v1', 'HardwareProfile',
                          'hardwareprofiles.infrastructure.opendatahub.io'),
+    'hardware_profile_v1alpha1': ('infrastructure.opendatahub.io/v1alpha1', 'HardwareProfile',
+                                  'hardwareprofiles.infrastructure.opendatahub.io'),
 }
+AUTO = 'auto'
 ANN_DISPLAY_NAME = 'opendatahub.io/display-name'
 ANN_DESCRIPTION = 'opendatahub.io/description'
 ANN_DISABLED = 'opendatahub.io/disabled'
@@ -80,7 +87,7 @@ def _taint_list_errors(value, path):
 
 _CONFIG = Fields({
     'namespace': _namespace_errors,
-    'kind': one_of(*sorted(KINDS)),
+    'kind': one_of(*sorted(KINDS)),  # resolved: resolve_kind() turns auto into one of these
     'state': one_of(*STATES),
     'name_prefix': _prefix_errors,
     'display_names': _mapping_of_strings,
@@ -100,12 +107,25 @@ def config_errors(config):
     return [e if e.startswith('top level') else _VAR + e for e in _CONFIG(config, '')]
 
 
-def profile_kind(kind):
-    """``{'api_version', 'kind', 'crd'}`` of the kind option (accelerator_profile, hardware_profile)."""
+def resolve_kind(kind, hardware_profile_v1_served=None):
+    """The kind option to use: ``kind`` itself, or for ``auto`` ``hardware_profile`` when the cluster serves
+    ``infrastructure.opendatahub.io/v1`` HardwareProfile (Open Data Hub / OpenShift AI 3.0 on, where the operator
+    refuses new AcceleratorProfiles), else ``accelerator_profile``."""
+    if kind == AUTO:
+        if hardware_profile_v1_served is None:
+            raise ValueError('openshift_ai_kind auto needs to know whether the cluster serves '
+                             'infrastructure.opendatahub.io/v1 HardwareProfile')
+        return 'hardware_profile' if hardware_profile_v1_served else 'accelerator_profile'
     if kind not in KINDS:
-        raise ValueError('openshift_ai_kind must be one of %s, got %r' % (', '.join(sorted(KINDS)), kind))
-    api_version, name, crd = KINDS[kind]
-    return {'api_version': api_version, 'kind': name, 'crd': crd}
+        raise ValueError('openshift_ai_kind must be one of %s, got %r' % (', '.join(sorted(KINDS) + [AUTO]), kind))
+    return kind
+
+
+def profile_kind(kind, hardware_profile_v1_served=None):
+    """``{'option', 'api_version', 'kind', 'crd'}`` of the kind option (see resolve_kind for ``auto``)."""
+    option = resolve_kind(kind, hardware_profile_v1_served)
+    api_version, name, crd = KINDS[option]
+    return {'option': option, 'api_version': api_version, 'kind': name, 'crd': crd}
 
 
 def advertised_resources(nodes):
@@ -194,8 +214,9 @@ def openshift_ai_plan(config, cluster=None):
     api_version, kind, crd = KINDS[config.get('kind') or 'accelerator_profile']
     plan.update(api_version=api_version, kind=kind)
     if config.get('state', 'present') == 'present' and not cluster.get('crd_present', True):
-        plan['errors'].append('the cluster does not serve %s (CRD %s): install OpenShift AI or Open Data Hub first, '
-                              'or choose the other openshift_ai_kind' % (kind, crd))
+        plan['errors'].append('the cluster does not serve %s %s (CRD %s): install OpenShift AI or Open Data Hub '
+                              'first, or choose another openshift_ai_kind (auto picks the one the cluster serves)'
+                              % (api_version, kind, crd))
         return plan
     profiles = cluster.get('profiles') or []
     ours = dict((p['metadata']['name'], p) for p in profiles if is_managed(p['metadata'].get('labels')))

@@ -10,7 +10,8 @@ _TOLERATIONS = {"type": "array", "items": {"type": "object", "properties": {
 _INT_OR_STRING = {"x-kubernetes-int-or-string": True}
 
 
-def _crd(group: str, version: str, kind: str, spec: dict, required: list) -> dict:
+def _crd(group: str, versions: tuple, kind: str, spec: dict, required: list) -> dict:
+    """A CRD serving ``versions`` with one schema; the first is the storage version."""
     plural = kind.lower() + "s"
     schema = {"type": "object", "properties": {
         "apiVersion": {"type": "string"}, "kind": {"type": "string"}, "metadata": {"type": "object"},
@@ -20,13 +21,15 @@ def _crd(group: str, version: str, kind: str, spec: dict, required: list) -> dic
             "spec": {"group": group, "scope": "Namespaced",
                      "names": {"kind": kind, "listKind": kind + "List", "plural": plural,
                                "singular": kind.lower()},
-                     "versions": [{"name": version, "served": True, "storage": True,
-                                   "schema": {"openAPIV3Schema": schema}}]}}
+                     "versions": [{"name": version, "served": True, "storage": index == 0,
+                                   "schema": {"openAPIV3Schema": schema}}
+                                  for index, version in enumerate(versions)]}}
 
 
 def openshift_ai_crds() -> list:
     """OpenShift AI / Open Data Hub: AcceleratorProfile (dashboard.opendatahub.io/v1) and HardwareProfile
-    (infrastructure.opendatahub.io/v1alpha1), with the fields roles/openshift_ai sets."""
+    (infrastructure.opendatahub.io v1, the storage version, and v1alpha1, one schema for both as upstream), with
+    the fields roles/openshift_ai sets."""
     accelerator = {"displayName": {"type": "string"}, "enabled": {"type": "boolean"},
                    "identifier": {"type": "string"}, "description": {"type": "string"},
                    "tolerations": _TOLERATIONS}
@@ -41,9 +44,9 @@ def openshift_ai_crds() -> list:
                     "node": {"type": "object", "properties": {
                         "nodeSelector": {"type": "object", "additionalProperties": {"type": "string"}},
                         "tolerations": _TOLERATIONS}}}}}
-    return [_crd("dashboard.opendatahub.io", "v1", "AcceleratorProfile", accelerator,
+    return [_crd("dashboard.opendatahub.io", ("v1",), "AcceleratorProfile", accelerator,
                  ["displayName", "enabled", "identifier"]),
-            _crd("infrastructure.opendatahub.io", "v1alpha1", "HardwareProfile", hardware, [])]
+            _crd("infrastructure.opendatahub.io", ("v1", "v1alpha1"), "HardwareProfile", hardware, [])]
 
 
 def stand_in_crds() -> list:

@@ -31,8 +31,10 @@ def test_stand_in_declares_every_field_the_role_writes(kind):
     crds = dict((c['metadata']['name'], c) for c in stand_in_crds())
     names = openshift_ai.profile_kind(kind)
     crd = crds[names['crd']]
-    version = crd['spec']['versions'][0]
-    assert '%s/%s' % (crd['spec']['group'], version['name']) == names['api_version']
+    version = [v for v in crd['spec']['versions'] if '%s/%s' % (crd['spec']['group'], v['name']) == names['api_version']]
+    assert len(version) == 1, 'the stand-in does not serve %s' % names['api_version']
+    version = version[0]
+    assert version['served'] is True
     assert crd['spec']['names']['kind'] == names['kind']
     config = {'namespace': 'redhat-ods-applications', 'kind': kind,
               'taints': [{'key': 'dedicated', 'value': 'gpu', 'effect': 'NoExecute'}], 'match_value': True}

@@ -60,7 +60,7 @@ def test_hardware_profile_carries_names_in_annotations_and_node_scheduling():
     plan = openshift_ai_plan(config, {'nodes': NODES})
     assert plan['errors'] == []
     hw = created(plan)['gpuops-gpu']
-    assert hw['apiVersion'] == 'infrastructure.opendatahub.io/v1alpha1' and hw['kind'] == 'HardwareProfile'
+    assert hw['apiVersion'] == 'infrastructure.opendatahub.io/v1' and hw['kind'] == 'HardwareProfile'
     assert hw['metadata']['annotations']['opendatahub.io/display-name'] == 'A100'
     assert hw['metadata']['annotations']['opendatahub.io/disabled'] == 'true'
     assert hw['spec']['identifiers'] == [{'displayName': 'A100', 'identifier': 'nvidia.com/gpu',
@@ -106,7 +106,8 @@ def test_name_clash_with_a_foreign_profile_fails_and_writes_nothing():
 
 
 @pytest.mark.parametrize('change, cluster, expected', [
-    ({'kind': 'accelerator'}, None, 'openshift_ai_kind must be one of accelerator_profile, hardware_profile'),
+    ({'kind': 'accelerator'}, None, 'openshift_ai_kind must be one of accelerator_profile, hardware_profile, '
+                                    'hardware_profile_v1alpha1'),
     ({'state': 'gone'}, None, 'openshift_ai_state must be one of present, absent'),
     ({'namespace': 'Bad_NS'}, None, 'openshift_ai_namespace must be a namespace name'),
     ({'name_prefix': 'Gpu Ops'}, None, 'openshift_ai_name_prefix must be lowercase'),
@@ -117,7 +118,7 @@ def test_name_clash_with_a_foreign_profile_fails_and_writes_nothing():
     ({'taints': [{'key': 'nvidia.com/gpu', 'effect': 'NoSchedul'}]}, None, 'openshift_ai_taints[0].effect must be'),
     ({'tolerations': [{'key': 'x', 'operator': 'In'}]}, None, 'openshift_ai_tolerations[0].operator must be'),
     ({}, {'nodes': [node('cpu-0', {})]}, 'no node advertises a GPU resource'),
-    ({}, {'nodes': NODES, 'crd_present': False}, 'does not serve AcceleratorProfile'),
+    ({}, {'nodes': NODES, 'crd_present': False}, 'does not serve dashboard.opendatahub.io/v1 AcceleratorProfile'),
 ])
 def test_bad_input_is_reported_before_any_write(change, cluster, expected):
     plan = openshift_ai_plan(dict(CONFIG, **change), cluster if cluster is not None else {'nodes': NODES})
@@ -133,4 +134,20 @@ def test_helpers():
     assert profile_kind('hardware_profile')['crd'] == 'hardwareprofiles.infrastructure.opendatahub.io'
     with pytest.raises(ValueError):
         profile_kind('nope')
+
+
+def test_auto_picks_hardware_profile_v1_where_the_cluster_serves_it():
+    """Open Data Hub / OpenShift AI 3 serve infrastructure.opendatahub.io/v1 HardwareProfile and refuse new
+    AcceleratorProfiles; 2.x serve AcceleratorProfile (and HardwareProfile only in v1alpha1)."""
+    assert profile_kind('auto', True) == {'option': 'hardware_profile', 'api_version': 'infrastructure.opendatahub.io/v1',
+                                          'kind': 'HardwareProfile',
+                                          'crd': 'hardwareprofiles.infrastructure.opendatahub.io'}
+    assert profile_kind('auto', False)['option'] == 'accelerator_profile'
+    assert profile_kind('hardware_profile', False)['api_version'] == 'infrastructure.opendatahub.io/v1', 'asked for'
+    assert profile_kind('hardware_profile_v1alpha1')['api_version'] == 'infrastructure.opendatahub.io/v1alpha1'
+    with pytest.raises(ValueError, match='auto needs to know'):
+        profile_kind('auto')
+    config = dict(CONFIG, kind='hardware_profile_v1alpha1')
+    hw = openshift_ai_plan(config, {'nodes': NODES})['apply'][0]['definition']
+    assert hw['apiVersion'] == 'infrastructure.opendatahub.io/v1alpha1' and 'identifiers' in hw['spec']
     assert openshift_ai_plan('x')['errors'] == ['the settings must be a mapping, got string']
