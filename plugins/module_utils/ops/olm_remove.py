@@ -15,10 +15,8 @@ import time
 from ansible_collections.gpuops.gpu.plugins.module_utils.common.checks import is_dns_subdomain
 from ansible_collections.gpuops.gpu.plugins.module_utils.k8s.errors import InputError, InstallFailed
 from ansible_collections.gpuops.gpu.plugins.module_utils.k8s.waiter import Waiter
+from ansible_collections.gpuops.gpu.plugins.module_utils.ops.olm import GROUP, V1A1
 from ansible_collections.gpuops.gpu.plugins.module_utils.plans.uninstall import olm_removal
-
-GROUP = 'operators.coreos.com'
-V1A1 = 'v1alpha1'
 
 
 def input_errors(params):

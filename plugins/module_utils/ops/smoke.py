@@ -24,21 +24,17 @@ from ansible_collections.gpuops.gpu.plugins.module_utils.k8s.waiter import Waite
 JOB_NAME_LABELS = ('batch.kubernetes.io/job-name', 'job-name')
 
 
-class SmokeRunner(object):
-    """Runs the planned cases of one smoke test run (``run_id``) in ``namespace``."""
+class _Run(object):
+    """What every runner of one smoke test run (``run_id``) in ``namespace`` shares: its objects carry the run
+    label (``selector``), one waiter, the timeouts, the warnings."""
 
     def __init__(self, conn, namespace, run_id, timeout=300, stuck_timeout=60, poll_interval=2.0,
-                 wait_for='completion', expect_output='', log_lines=20, cleanup=True, cleanup_timeout=60,
-                 clock=time.monotonic, sleep=time.sleep):
+                 cleanup_timeout=60, clock=time.monotonic, sleep=time.sleep):
         self.conn = conn
         self.namespace = namespace
         self.run_id = run_id
         self.timeout = timeout
         self.stuck_timeout = stuck_timeout
-        self.wait_for = wait_for
-        self.expect_output = expect_output
-        self.log_lines = log_lines
-        self.cleanup_enabled = cleanup
         self.cleanup_timeout = cleanup_timeout
         self.clock = clock
         self.waiter = Waiter(poll_interval, sleep=sleep, clock=clock)
@@ -47,6 +43,21 @@ class SmokeRunner(object):
     @property
     def selector(self):
         return '%s=%s' % (S.RUN_LABEL, self.run_id)
+
+
+class SmokeRunner(_Run):
+    """Runs the planned cases of one smoke test run (``run_id``) in ``namespace``."""
+
+    def __init__(self, conn, namespace, run_id, timeout=300, stuck_timeout=60, poll_interval=2.0,
+                 wait_for='completion', expect_output='', log_lines=20, cleanup=True, cleanup_timeout=60,
+                 clock=time.monotonic, sleep=time.sleep):
+        super(SmokeRunner, self).__init__(conn, namespace, run_id, timeout=timeout, stuck_timeout=stuck_timeout,
+                                          poll_interval=poll_interval, cleanup_timeout=cleanup_timeout,
+                                          clock=clock, sleep=sleep)
+        self.wait_for = wait_for
+        self.expect_output = expect_output
+        self.log_lines = log_lines
+        self.cleanup_enabled = cleanup
 
     def run(self, cases, manifests):
         """Run ``cases`` (status planned) with their Job ``manifests`` (same order); returns the cases."""
@@ -176,26 +187,10 @@ class SmokeRunner(object):
                                  % (api_error_message(exc), self.selector, self.namespace))
 
 
-class FillRunner(object):
+class FillRunner(_Run):
     """Runs the fill cases (``plans.smoke.plan_fill``) of one run: creates every case's bare pods at once, polls
     them (one list call per poll) until each case has exactly its expected pods bound and Pending, then deletes
     them and waits until they are gone."""
-
-    def __init__(self, conn, namespace, run_id, timeout=300, stuck_timeout=60, poll_interval=2.0,
-                 cleanup_timeout=60, clock=time.monotonic, sleep=time.sleep):
-        self.conn = conn
-        self.namespace = namespace
-        self.run_id = run_id
-        self.timeout = timeout
-        self.stuck_timeout = stuck_timeout
-        self.cleanup_timeout = cleanup_timeout
-        self.clock = clock
-        self.waiter = Waiter(poll_interval, sleep=sleep, clock=clock)
-        self.warnings = []
-
-    @property
-    def selector(self):
-        return '%s=%s' % (S.RUN_LABEL, self.run_id)
 
     def _pods(self):
         return self.conn.call(self.conn.core.list_namespaced_pod, self.namespace,
