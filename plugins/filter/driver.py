@@ -26,7 +26,8 @@ def gpu_driver_overrides(variables):
 
 
 def gpu_driver_pool_plan(variables, nodes=None, existing=None, crd=None):
-    """NVIDIADriver documents of the pools and every error ({'documents', 'errors'})."""
+    """NVIDIADriver documents of the pools, the NVIDIADrivers of removed pools, and every error
+    ({'documents', 'deletions', 'errors'})."""
     if not isinstance(variables, dict):
         raise AnsibleFilterError('gpu_driver_pool_plan: the input must be a mapping of role variables')
     settings = driver_settings(variables)

@@ -11,9 +11,11 @@ import os
 
 import pytest
 
+from ansible_collections.gpuops.gpu.plugins.module_utils.common.air_gap import public_registry_references
+from ansible_collections.gpuops.gpu.plugins.module_utils.plans.mirror import mirror_plan
 from ansible_run import include, run_play_stats
 from cluster_policy_example import gpu_operator_module_dir
-from policy_helpers import CP, DEDICATED, GPU_TOL, INSTALL_ROLES, INSTALL_VARS
+from policy_helpers import CP, DEDICATED, GPU_TOL, INSTALL_ROLES, INSTALL_VARS, MANAGED
 
 
 @pytest.fixture(scope='module')
@@ -142,3 +144,131 @@ def test_typed_driver_settings_and_pools_then_no_change_and_bad_input_writes_not
     policy = custom.get_cluster_custom_object(*CP, 'cluster-policy')
     assert policy['metadata']['resourceVersion'] == rv and policy['spec']['driver']['version'] == '580.95.05'
     assert dict((name, d['metadata']['resourceVersion']) for name, d in drivers(custom).items()) == pool_rvs
+
+
+def test_nfd_chart_pulls_from_a_kubernetes_mirror(testbed, variables, core, apps):
+    """After the mirror role on Kubernetes (its published mirror_result, from the real planner), the nfd role's
+    chart pulls its one image through the mirror, with the pull Secret of its namespace; nothing NFD renders
+    names a public registry."""
+    mirror = 'mirror.example.com:8443'
+    ns = variables['nfd_namespace']
+    plan = mirror_plan({'platform': 'kubernetes', 'registry': mirror, 'operator_namespace': ns,
+                        'cluster_policy': False, 'repositories': ['nvcr.io/nvidia', 'registry.k8s.io/nfd'],
+                        'pull_secret_names': ['gpuops-mirror-pull']})
+    assert plan['errors'] == []
+    rc, results, _stats, raw = run_play_stats(testbed.kubeconfig, [include('nfd')], vars=dict(
+        variables, mirror_result=plan['result']))
+    assert rc == 0, raw
+    assert not any(name.endswith('What the mirror leaves public') and not r.get('skipped')
+                   for name, r in results.items()), raw
+    rendered = apps.list_namespaced_daemon_set(ns).items + apps.list_namespaced_deployment(ns).items
+    assert sorted(o.metadata.name for o in rendered) == [
+        'node-feature-discovery-gc', 'node-feature-discovery-master', 'node-feature-discovery-worker']
+    for obj in rendered:
+        pod = obj.spec.template.spec
+        assert all(c.image.startswith(mirror + '/nfd/node-feature-discovery:') for c in pod.containers), obj
+        assert [s.name for s in pod.image_pull_secrets] == ['gpuops-mirror-pull'], obj.metadata.name
+    worker = apps.read_namespaced_daemon_set('node-feature-discovery-worker', ns)
+    assert [t.key for t in worker.spec.template.spec.tolerations] == [DEDICATED['key'], GPU_TOL['key']]
+    objects = [apps.api_client.sanitize_for_serialization(o) for o in rendered]
+    assert public_registry_references(objects, [mirror]) == []
+    assert releases(core)['node-feature-discovery'] == 2
+
+
+def driver_rvs(custom):
+    """Each NVIDIADriver by generation, labels and spec: what a write of ours changes. Not by resourceVersion,
+    which the GPU operator's own status writes move at any time."""
+    out = {}
+    for name, driver in drivers(custom).items():
+        meta = driver['metadata']
+        out[name] = (meta.get('generation'), meta.get('labels'), driver['spec'])
+    return out
+
+
+USERS_DRIVER = {'apiVersion': 'nvidia.com/v1alpha1', 'kind': 'NVIDIADriver',
+                'metadata': {'name': 'users-own', 'labels': {'team': 'ml'}},
+                'spec': {'driverType': 'gpu', 'nodeSelector': {'gpuops.dev/pool': 'nobody'}}}
+UNINSTALL = [include('uninstall')]
+DELETE_STALE = 'driver_pools | Delete the NVIDIADrivers of pools no longer declared'
+
+
+def test_removed_pool_deletes_its_nvidiadriver_only_then_no_change(testbed, variables, custom):
+    custom.create_cluster_custom_object(*DRIVERS, USERS_DRIVER)         # not ours: no managed-by label
+    settings = dict(variables, **DRIVER_SETTINGS)
+    settings['gpu_operator_driver_pools'] = DRIVER_SETTINGS['gpu_operator_driver_pools'][:1]   # inference removed
+    before = driver_rvs(custom)
+    assert sorted(before) == ['inference', 'training', 'users-own']
+
+    rc, results, _stats, raw = run_play_stats(testbed.kubeconfig, [include('gpu_operator')], check=True, vars=settings)
+    assert rc == 0, raw
+    assert [(r['item'], r['changed']) for r in results[DELETE_STALE]['results']] == [('inference', True)], raw
+    assert driver_rvs(custom) == before                                  # check mode wrote nothing
+
+    rc, results, _stats, raw = run_play_stats(testbed.kubeconfig, [include('gpu_operator')], vars=settings)
+    assert rc == 0, raw
+    after = driver_rvs(custom)
+    assert sorted(after) == ['training', 'users-own'], after
+    assert after == dict((k, v) for k, v in before.items() if k != 'inference')  # the others untouched
+
+    rc, results, stats, raw = run_play_stats(testbed.kubeconfig, [include('gpu_operator')], vars=settings)
+    assert rc == 0 and stats.get('changed') == 0, raw
+    assert results[DELETE_STALE].get('skipped') or not results[DELETE_STALE].get('results'), results[DELETE_STALE]
+
+
+# --- uninstall of the Helm releases (these run last: they remove what the cases above installed) -------------
+
+def stack(custom, core, apps):
+    """What the Helm uninstall removes or must leave alone."""
+    names = set(n.metadata.name for n in core.list_namespace().items if n.status.phase == 'Active')
+    ours = sorted(names & {'gpu-operator', 'node-feature-discovery'})
+    return {'releases': releases(core),
+            'policies': sorted(p['metadata']['name'] for p in custom.list_cluster_custom_object(*CP)['items']),
+            'drivers': sorted(drivers(custom)),
+            'namespaces': ours,
+            'config_maps': sorted(c.metadata.name for c in core.list_namespaced_config_map('gpu-operator').items
+                                  if c.metadata.name.startswith('gpuops-test-')),
+            'workloads': sorted('%s/%s' % (w.metadata.namespace, w.metadata.name) for ns in ours
+                                for w in apps.list_namespaced_deployment(ns).items
+                                + apps.list_namespaced_daemon_set(ns).items
+                                if (w.metadata.labels or {}).get('app.kubernetes.io/managed-by') == 'Helm')}
+
+
+@pytest.fixture(scope='module')
+def uninstall_vars(helm):
+    return {'uninstall_gpu_operator_install_method': 'helm', 'uninstall_gpu_operator_namespace': 'gpu-operator',
+            'uninstall_nfd_install_method': 'helm', 'uninstall_nfd_namespace': 'node-feature-discovery',
+            'uninstall_helm_binary': helm, 'uninstall_poll_interval': 1}
+
+
+def test_helm_uninstall_check_mode_then_removes_only_ours_then_no_change(
+        testbed, variables, uninstall_vars, core, apps, custom):
+    # a ConfigMap of the user's and one gpuops.gpu wrote (as the MIG and sharing roles do), in the operator namespace
+    for name, labels in (('gpuops-test-users', {'team': 'ml'}), ('gpuops-test-ours', dict(MANAGED))):
+        core.create_namespaced_config_map('gpu-operator', {'metadata': {'name': name, 'labels': labels}, 'data': {}})
+    before = stack(custom, core, apps)
+    assert 'gpu-operator/gpu-operator' in before['workloads'], before
+    assert sorted(before['releases']) == ['gpu-operator', 'node-feature-discovery']
+    assert before['policies'] == ['cluster-policy'] and before['drivers'] == ['training', 'users-own']
+    policy_rv = custom.get_cluster_custom_object(*CP, 'cluster-policy')['metadata']['resourceVersion']
+
+    rc, results, stats, raw = run_play_stats(testbed.kubeconfig, UNINSTALL, check=True, vars=uninstall_vars)
+    assert rc == 0, raw
+    plan = results['Show the plan']['msg']
+    assert plan[:2] == ['custom resources: NVIDIADriver training, NVIDIADriver users-own, ClusterPolicy cluster-policy',
+                        'GPU operator: uninstall the Helm release gpu-operator/gpu-operator'], plan
+    assert 'Node Feature Discovery: uninstall the Helm release node-feature-discovery/node-feature-discovery' in plan
+    assert 'config maps: ConfigMap gpu-operator/gpuops-test-ours' in plan, plan
+    assert 'Namespace gpu-operator: not created by gpuops.gpu' in ' '.join(plan), plan
+    assert results['operator | Uninstall the Helm release']['changed'], raw
+    assert stack(custom, core, apps) == before
+    assert custom.get_cluster_custom_object(*CP, 'cluster-policy')['metadata']['resourceVersion'] == policy_rv
+
+    rc, _results, _stats, raw = run_play_stats(testbed.kubeconfig, UNINSTALL, vars=uninstall_vars)
+    assert rc == 0, raw
+    # the releases and what they installed, the custom resources and our ConfigMap are gone; the namespaces
+    # (the Helm install does not label them as ours) and the user's ConfigMap stay
+    assert stack(custom, core, apps) == dict(before, releases={}, policies=[], drivers=[], workloads=[],
+                                             config_maps=['gpuops-test-users'])
+
+    rc, _results, stats, raw = run_play_stats(testbed.kubeconfig, UNINSTALL, vars=uninstall_vars)
+    assert rc == 0 and stats.get('changed') == 0, raw

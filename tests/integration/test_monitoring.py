@@ -118,8 +118,9 @@ def test_apply_then_idempotent(testbed, core, custom, apps):
     alerts = {r['alert']: r for g in rule['spec']['groups'] for r in g['rules']}
     assert {'GPUXidError', 'GPUXidErrorCritical', 'GPUUnavailable', 'GPUMIGConfigFailed', 'GPUMIGConfigStuck',
             'GPUMemoryAlmostFull', 'GPUMetricsDown', 'GPUVGPUUnlicensed'} <= set(alerts)
-    assert alerts['GPUVGPUUnlicensed']['expr'] == \
-        'max by (Hostname, gpu, UUID) (DCGM_FI_DEV_VGPU_LICENSE_STATUS) == 0'
+    assert alerts['GPUVGPUUnlicensed']['expr'] == ('max by (Hostname, gpu, UUID) (label_replace('
+                                                   'DCGM_FI_DEV_VGPU_LICENSE_STATUS, "Hostname", "$1", "hostname", '
+                                                   '"(.+)")) == 0')
     assert alerts['GPUMemoryAlmostFull']['expr'].strip().endswith('> 95')
     assert '{{ $labels.Hostname }}' in alerts['GPUXidError']['annotations']['summary']
     dashboard = core.read_namespaced_config_map('gpuops-gpu-dashboard', 'openshift-config-managed')

@@ -144,6 +144,24 @@ def test_per_node_group_time_slicing_mps_and_unshared(testbed, core):
     assert_clean(core)
 
 
+def test_smoke_fill_on_the_mps_node(testbed, core):
+    """The smoke test's fill of an MPS-shared resource: l40s-0 advertises 4 GPUs x 10 MPS replicas as
+    nvidia.com/gpu.shared (the real device plugin refuses MPS with MIG strategy mixed, so the smoke test's own
+    cluster has no MPS node); the real scheduler binds exactly 40 fill pods of 1 unit and leaves 1 Pending."""
+    assert labels(core, 'l40s-0')['nvidia.com/mps.capable'] == 'true'   # GFD's label for an MPS-shared node
+    rc, results, raw = run_role(testbed.kubeconfig, 'smoke_test', {
+        'smoke_test_fill': True, 'smoke_test_label_selector': 'kubernetes.io/hostname=l40s-0',
+        'smoke_test_poll_interval': 0.5, 'smoke_test_timeout': 120, 'smoke_test_stuck_timeout': 30})
+    assert rc == 0, raw[-4000:]
+    result = results['Run a workload on every GPU resource']
+    assert [(c['resource'], c['status']) for c in result['cases']] == [('nvidia.com/gpu.shared', 'passed')]
+    case, = result['fill_cases']
+    assert (case['node'], case['resource'], case['sharing'], case['replicas']) == (
+        'l40s-0', 'nvidia.com/gpu.shared', 'mps', 10)
+    assert (case['status'], case['detail']) == ('passed', '40 bound, 1 Pending (Unschedulable); expected 40 and 1')
+    assert core.list_pod_for_all_namespaces(label_selector='app.kubernetes.io/name=gpuops-smoke-test').items == []
+
+
 def test_second_run_and_check_mode_change_nothing(testbed, core, custom):
     before = snapshot(core, custom)
     check = include('sharing', name='check', check_mode=True)

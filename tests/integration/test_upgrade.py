@@ -1,7 +1,9 @@
 """The upgrade role on the virtual GPU cluster: the GPU operator installed through the simulated OLM pinned to an
 older CSV of the `stable` channel (v25.10.1; the catalog also offers v26.3.3 and the head v26.7.0, and OLM offers
 the head's InstallPlan as soon as the pinned CSV is installed), then upgraded to the head with only that
-InstallPlan approved, with the real gpu-operator reconciling the ClusterPolicy before and after. One small cluster
+InstallPlan approved, with the real gpu-operator reconciling the ClusterPolicy before and after. Then NFD the same
+way: installed pinned to the first CSV of its `stable` channel (nfd.4.18.0-202509100907) and upgraded to the next
+(nfd.4.18.0-202510211040), its NodeFeatureDiscovery instance served throughout. One small cluster
 (tests/testbed/configs/upgrade.yaml: two T4 nodes) for the module."""
 
 import datetime
@@ -22,6 +24,10 @@ GPU_NS = 'nvidia-gpu-operator'
 OLD = 'gpu-operator-certified.v25.10.1'
 MID = 'gpu-operator-certified.v26.3.3'
 NEW = 'gpu-operator-certified.v26.7.0'
+NFD_NS = 'openshift-nfd'
+NFD_OLD = 'nfd.4.18.0-202509100907'
+NFD_NEW = 'nfd.4.18.0-202510211040'
+NFD_API = ('nfd.openshift.io', 'v1', NFD_NS, 'nodefeaturediscoveries')
 ROLE = [include('upgrade')]
 VARS = {'upgrade_gpu_operator_csv': NEW, 'upgrade_poll_interval': 1, 'upgrade_ready_timeout': 180,
         'upgrade_wait_timeout': 120}
@@ -159,3 +165,66 @@ def test_rerun_at_the_target_changes_nothing(testbed, installed):
                            'false, "enable": true, "timeoutSeconds": 300}, "maxParallelUpgrades": 1, '
                            '"maxUnavailable": "50%"} (where it differs)']
     assert snapshot(installed) == before
+
+
+# --- NFD ---------------------------------------------------------------------------------------
+
+@pytest.fixture(scope='module')
+def nfd_installed(testbed, installed):
+    """The nfd role pinned to the first CSV of the channel, its NodeFeatureDiscovery instance created; OLM then
+    offers the next CSV's InstallPlan."""
+    rc, _results, _stats, raw = run_play_stats(testbed.kubeconfig, [include('nfd')], vars={
+        'nfd_olm_starting_csv': NFD_OLD, 'nfd_gpu_node_selector': 'gpuops.dev/pool', 'nfd_poll_interval': 1,
+        'nfd_wait_timeout': 60, 'nfd_olm_wait_timeout': 120})
+    assert rc == 0, raw[-4000:]
+    conftest.wait_until('OLM to offer the upgrade to %s' % NFD_NEW, lambda: any(
+        p['spec']['clusterServiceVersionNames'] == [NFD_NEW] for p in items(installed, 'installplans', NFD_NS)), 30)
+    return installed
+
+
+def nfd_snapshot(custom):
+    """resourceVersions of what an NFD upgrade may write, and of the NodeFeatureDiscovery instance."""
+    out = dict(('%s/%s' % (plural, o['metadata']['name']), o['metadata']['resourceVersion'])
+               for plural in ('subscriptions', 'installplans', 'clusterserviceversions')
+               for o in items(custom, plural, NFD_NS))
+    out.update(('nfd/' + o['metadata']['name'], o['metadata']['resourceVersion'])
+               for o in custom.list_namespaced_custom_object(*NFD_API)['items'])
+    return out
+
+
+def test_nfd_upgrade_approves_only_the_targets_install_plan(testbed, nfd_installed):
+    custom = nfd_installed
+    instance = custom.get_namespaced_custom_object(*NFD_API, 'nfd-instance')
+    gpu_before = snapshot(custom)
+    rc, results, _stats, raw = run_play_stats(testbed.kubeconfig, ROLE, vars=dict(
+        VARS, upgrade_gpu_operator_csv='', upgrade_nfd_csv=NFD_NEW))
+    assert rc == 0, raw[-4000:]
+    plan = next(r for name, r in results.items() if name.endswith('The plan'))
+    assert len(plan['msg']) == 1 and plan['msg'][0].startswith('nfd: approve InstallPlan %s/install-' % NFD_NS)
+    assert plan['msg'][0].endswith('to go from %s to %s' % (NFD_OLD, NFD_NEW)), plan['msg']
+    sub = custom.get_namespaced_custom_object(*OLM, NFD_NS, 'subscriptions', 'nfd')
+    assert sub['status']['installedCSV'] == NFD_NEW and sub['spec']['startingCSV'] == NFD_NEW
+    csvs = dict((c['metadata']['name'], (c['status']['phase'], c['spec']['version'], c['spec'].get('replaces')))
+                for c in items(custom, 'clusterserviceversions', NFD_NS))
+    assert csvs == {NFD_NEW: ('Succeeded', '4.18.0-202510211040', NFD_OLD)}
+    plans = sorted((tuple(p['spec']['clusterServiceVersionNames']), p['spec']['approved'])
+                   for p in items(custom, 'installplans', NFD_NS))
+    assert plans == [((NFD_OLD,), True), ((NFD_NEW,), True)]
+    # the operator's API and the instance the nfd role created are still served, unchanged
+    after = custom.get_namespaced_custom_object(*NFD_API, 'nfd-instance')
+    assert after['metadata']['resourceVersion'] == instance['metadata']['resourceVersion']
+    assert after['spec'] == instance['spec']
+    summary = next(r for name, r in results.items() if name.endswith('driver upgrade state per node'))
+    assert summary['msg']['installed'] == [NFD_NEW] and summary['msg']['cluster_policy'] == 'ready'
+    assert snapshot(custom) == gpu_before  # the GPU operator was left alone
+
+
+def test_nfd_rerun_at_the_target_changes_nothing(testbed, nfd_installed):
+    before = nfd_snapshot(nfd_installed)
+    rc, results, stats, raw = run_play_stats(testbed.kubeconfig, ROLE, vars=dict(
+        VARS, upgrade_gpu_operator_csv='', upgrade_nfd_csv=NFD_NEW))
+    assert rc == 0, raw[-4000:]
+    assert stats.get('changed') == 0, raw[-4000:]
+    plan = next(r for name, r in results.items() if name.endswith('The plan'))
+    assert plan['msg'] == ['nfd: at %s already, nothing to do' % NFD_NEW]
+    assert nfd_snapshot(nfd_installed) == before

@@ -13,7 +13,9 @@ per-pool NVIDIADriver documents, and NVIDIA's cross-field rules. Pure, no I/O.
 * ``driver_rule_errors`` holds the rules the operator enforces only at reconcile time (docs/facts.md
   #driver-settings), so they fail before anything is written.
 * ``pool_plan`` checks the pools against the NVIDIADriver CRD schema, the nodes (no node may be
-  selected by two NVIDIADrivers) and the NVIDIADrivers already there (immutable fields).
+  selected by two NVIDIADrivers) and the NVIDIADrivers already there (immutable fields), and names
+  the NVIDIADrivers gpuops.gpu created for pools no longer declared, to delete (never one without
+  the managed-by label: a user's own NVIDIADriver stays).
 """
 
 from __future__ import (absolute_import, division, print_function)
@@ -26,7 +28,7 @@ from ansible_collections.gpuops.gpu.plugins.module_utils.common.checks import (
     type_name)
 from ansible_collections.gpuops.gpu.plugins.module_utils.common.merge import deep_merge, get_path
 from ansible_collections.gpuops.gpu.plugins.module_utils.common.names import (
-    CLUSTER_POLICY_GROUP, LABEL_PRESENT, NVIDIA_DRIVER, managed_by_labels)
+    CLUSTER_POLICY_GROUP, LABEL_PRESENT, NVIDIA_DRIVER, is_managed, managed_by_labels)
 from ansible_collections.gpuops.gpu.plugins.module_utils.common.selector import selector_matches
 from ansible_collections.gpuops.gpu.plugins.module_utils.plans.cluster_policy import schema_errors
 
@@ -264,14 +266,26 @@ def spec_schema(crd, version='v1alpha1'):
     return None
 
 
+def stale_drivers(pools, existing):
+    """Names of the NVIDIADrivers gpuops.gpu created (managed-by label) whose pool is no longer in
+    ``pools``, sorted; an NVIDIADriver without the label is never one of them."""
+    declared = set(p.get('name') for p in pools or [] if isinstance(p, dict))
+    metas = [d.get('metadata') or {} for d in existing or []]
+    return sorted(m.get('name') for m in metas
+                  if m.get('name') and m.get('name') not in declared and is_managed(m.get('labels')))
+
+
 def pool_plan(pools, defaults=None, nodes=None, existing=None, crd=None, prefix='gpu_operator_driver_pools'):
-    """``{'documents': [...], 'errors': [...]}`` for the pools. ``nodes``: the nodes read; ``existing``:
-    the NVIDIADrivers read; ``crd``: the NVIDIADriver CRD (None: the API is not served yet, the schema
-    is checked once the operator is installed)."""
+    """``{'documents': [...], 'deletions': [...], 'errors': [...]}`` for the pools. ``nodes``: the nodes
+    read; ``existing``: the NVIDIADrivers read; ``crd``: the NVIDIADriver CRD (None: the API is not
+    served yet, the schema is checked once the operator is installed). ``deletions``: the names of the
+    NVIDIADrivers gpuops.gpu created for pools no longer declared (``stale_drivers``); they no longer
+    count in the node-overlap check, since they are deleted before the pools' NVIDIADrivers are written."""
     errors = settings_errors({'pools': pools}, prefix=prefix[:-len('pools')]) if pools else []
     if errors:
-        return {'documents': [], 'errors': errors}
+        return {'documents': [], 'deletions': [], 'errors': errors}
     docs = pool_documents(pools, defaults)
+    deletions = stale_drivers(pools, existing)
     schema = spec_schema(crd)
     by_name = dict(((d.get('metadata') or {}).get('name'), d) for d in existing or [])
     for index, doc in enumerate(docs):
@@ -284,10 +298,10 @@ def pool_plan(pools, defaults=None, nodes=None, existing=None, crd=None, prefix=
             if field in current and field in doc['spec'] and current[field] != doc['spec'][field]:
                 errors.append('%s: spec.%s cannot change on an existing NVIDIADriver (it is %r); give the pool a new '
                               'name, or delete the NVIDIADriver first' % (path, field, current[field]))
-    names = set(d['metadata']['name'] for d in docs)
+    names = set(d['metadata']['name'] for d in docs) | set(deletions)
     selectors = [("pool '%s'" % d['metadata']['name'], d['spec']['nodeSelector']) for d in docs]
     selectors += [("NVIDIADriver '%s'" % name, dict((d.get('spec') or {}).get('nodeSelector') or {})
                    or {LABEL_PRESENT: 'true'})
                   for name, d in sorted(by_name.items()) if name not in names]
     errors.extend(overlap_errors(selectors, nodes, prefix))
-    return {'documents': docs, 'errors': errors}
+    return {'documents': docs, 'deletions': deletions, 'errors': errors}

@@ -13,7 +13,10 @@ a role variable the user set (non-empty), then ``mirror_result``, then the publi
 Facts used (docs/facts.md#air-gapped-mirrors): a Subscription must name the mirrored CatalogSource as
 ``source`` once the default sources are disabled; the gpu-operator chart's operand values
 (NVIDIA/gpu-operator ``deployments/gpu-operator/values.yaml``) carry ``repository`` and, for most
-operands, ``imagePullSecrets``.
+operands, ``imagePullSecrets`` (Secret names); the node-feature-discovery chart
+(kubernetes-sigs/node-feature-discovery ``deployment/helm/node-feature-discovery/values.yaml``) has one
+``image.repository`` for all its pods and one ``imagePullSecrets`` list of ``{name}`` references, which a
+pod resolves in its own namespace.
 """
 
 from __future__ import (absolute_import, division, print_function)
@@ -58,6 +61,10 @@ CHART_REPOSITORIES = (
     (('ccManager',), 'nvcr.io/nvidia/cloud-native', True),
 )
 
+# The node-feature-discovery chart's one image (kubernetes-sigs/node-feature-discovery
+# deployment/helm/node-feature-discovery/values.yaml `image.repository`; the tag defaults to the chart's appVersion).
+NFD_CHART_REPOSITORY = 'registry.k8s.io/nfd/node-feature-discovery'
+
 
 def result_fact(plan, config, image_list_path=None):
     """``mirror_result``, the mirror role's published fact, from its plan and settings (no credentials)."""
@@ -79,11 +86,13 @@ def result_fact(plan, config, image_list_path=None):
 def install_sources(role, variables, mirror_result=None):
     """What the ``role`` (nfd, gpu_operator) installs from, given its variables and ``mirror_result``.
 
-    Returns ``{source, source_namespace, origin, helm_values, errors}``: ``origin`` is ``variable`` (the user
-    named the CatalogSource), ``mirror`` (a mirrored CatalogSource whose ``packages`` list the role's package)
-    or ``default`` (the public catalog). ``helm_values`` (gpu_operator on a Kubernetes mirror) points the
-    chart's operand repositories at the mirror with its pull Secret; the role merges its own Helm values
-    over it. ``errors``: when the mirror published catalogs but none carries the package.
+    Returns ``{source, source_namespace, origin, helm_values, errors, warnings}``: ``origin`` is ``variable``
+    (the user named the CatalogSource), ``mirror`` (a mirrored CatalogSource whose ``packages`` list the role's
+    package) or ``default`` (the public catalog). ``helm_values`` (on a Kubernetes mirror) points the chart's
+    images at the mirror with its pull Secret: the gpu-operator chart's operand repositories, or the
+    node-feature-discovery chart's image (``variables`` may give ``nfd_namespace`` and ``nfd_helm_values``); the
+    role merges its own Helm values over it. ``errors``: when the mirror published catalogs but none carries the
+    package. ``warnings`` (nfd, for its Helm method): what the mirror leaves public.
     """
     if role not in ROLES:
         raise ValueError('role must be one of %s' % ', '.join(sorted(ROLES)))
@@ -93,7 +102,7 @@ def install_sources(role, variables, mirror_result=None):
     package = variables.get(package_var) or package_default
     source, namespace = variables.get(source_var) or '', variables.get(namespace_var) or ''
     out = {'source': source, 'source_namespace': namespace, 'origin': 'variable', 'helm_values': {},
-           'errors': []}
+           'errors': [], 'warnings': []}
     mirror = mirror_result if isinstance(mirror_result, dict) else {}
     if mirror_result not in (None, '', {}) and not isinstance(mirror_result, dict):
         out['errors'].append('mirror_result must be the mapping the mirror role sets, got %s'
@@ -117,7 +126,37 @@ def install_sources(role, variables, mirror_result=None):
     out['source_namespace'] = namespace or MARKETPLACE
     if role == 'gpu_operator' and mirror.get('platform') == 'kubernetes':
         out['helm_values'] = chart_mirror_values(mirror.get('repositories') or [], mirror.get('pull_secret'))
+    if role == 'nfd' and mirror.get('platform') == 'kubernetes':
+        out['helm_values'], out['warnings'] = nfd_chart_mirror_values(
+            mirror.get('repositories') or [], mirror.get('pull_secret'), variables.get('nfd_namespace'),
+            variables.get('nfd_helm_values'))
     return out
+
+
+def nfd_chart_mirror_values(rules, pull_secret=None, namespace=None, own_values=None):
+    """``(values, warnings)``: node-feature-discovery chart values pulling its image through the mirror ``rules``,
+    and the pull Secret (``{name, namespace}``) in ``imagePullSecrets`` when it lives in the chart's ``namespace``
+    (a pod only reads pull Secrets of its own namespace). What the user's own chart values (``own_values``)
+    set is not warned about: they are merged over these."""
+    own = own_values if isinstance(own_values, dict) else {}
+    own_image = own.get('image') if isinstance(own.get('image'), dict) else {}
+    values, warnings = {}, []
+    mirrored = image_ref.mirror_reference(NFD_CHART_REPOSITORY, rules)
+    if mirrored is not None:
+        values['image'] = {'repository': mirrored}
+    elif not own_image.get('repository'):
+        warnings.append('no mirror rule (mirror_repositories) covers the node-feature-discovery image %s, so the '
+                        'chart pulls it from the public registry: add a rule for it or set '
+                        'nfd_helm_values.image.repository' % NFD_CHART_REPOSITORY)
+    secret = pull_secret if isinstance(pull_secret, dict) and pull_secret.get('name') else None
+    if secret and (secret.get('namespace') in (None, '', namespace)):
+        values['imagePullSecrets'] = [{'name': secret['name']}]
+    elif secret and 'imagePullSecrets' not in own:
+        warnings.append('the mirror pull Secret %s/%s is not in the NFD namespace %s and pods only use pull Secrets '
+                        'of their own namespace: copy it to %s and set nfd_helm_values.imagePullSecrets to '
+                        '[{name: %s}]' % (secret.get('namespace'), secret['name'], namespace, namespace,
+                                          secret['name']))
+    return values, warnings
 
 
 def chart_mirror_values(rules, pull_secret=None):

@@ -78,7 +78,9 @@ DEFAULTS = {
                 "display_name": "Node Feature Discovery Operator",
                 "catalog": "redhat-operators",
                 "default_channel": "stable",
-                "channels": {"stable": ["nfd.4.18.0-202509100907"]},
+                # two CSVs, named like the OpenShift NFD operator's (nfd.<version>-<build timestamp>), so an
+                # install pinned to the first is offered the second (tests/integration/test_upgrade.py)
+                "channels": {"stable": ["nfd.4.18.0-202509100907", "nfd.4.18.0-202510211040"]},
                 "install_modes": ["OwnNamespace", "SingleNamespace"],
                 "bundle": "nfd",
             },

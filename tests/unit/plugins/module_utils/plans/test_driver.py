@@ -160,6 +160,33 @@ def test_overlap_with_an_nvidiadriver_that_is_not_a_pool_and_immutable_fields():
     assert "node h100-0 is selected by pool 'h100' and NVIDIADriver 'default'" in errors[1]
 
 
+MANAGED = {'app.kubernetes.io/managed-by': 'gpuops.gpu'}
+
+
+def test_nvidiadrivers_of_removed_pools_are_deleted_but_never_a_users_own():
+    existing = [{'metadata': {'name': 'a100', 'labels': dict(MANAGED)}, 'spec': {'nodeSelector': {'pool': 'a100'}}},
+                {'metadata': {'name': 'old-h100', 'labels': dict(MANAGED)}, 'spec': {'nodeSelector': {'pool': 'h100'}}},
+                {'metadata': {'name': 'users-own', 'labels': {'team': 'ml'}}, 'spec': {'nodeSelector': {'pool': 'x'}}},
+                {'metadata': {'name': 'unlabelled'}, 'spec': {'nodeSelector': {'pool': 'y'}}},
+                {'metadata': {'name': 'other-tool', 'labels': {'app.kubernetes.io/managed-by': 'helm'}},
+                 'spec': {'nodeSelector': {'pool': 'z'}}}]
+    plan = dp.pool_plan(POOLS, {}, NODES, existing, CRD)
+    # pool h100 now selects the nodes old-h100 selected: no overlap, old-h100 goes first
+    assert plan['errors'] == [] and plan['deletions'] == ['old-h100']
+    assert [d['metadata']['name'] for d in plan['documents']] == ['a100', 'h100']
+    # every pool removed: every NVIDIADriver gpuops.gpu created goes, and only those
+    assert dp.pool_plan([], {}, NODES, existing, CRD) == {'documents': [], 'deletions': ['a100', 'old-h100'],
+                                                          'errors': []}
+    # the filter with no pools at all (the role plans the deletions on every run)
+    plan = FILTERS['gpu_driver_pool_plan']({'gpu_operator_driver_pools': []}, NODES, existing, {})
+    assert plan == {'documents': [], 'deletions': ['a100', 'old-h100'], 'errors': []}
+    # nothing of ours left: nothing to delete; a user's NVIDIADriver still counts in the overlap check
+    assert dp.pool_plan([], {}, NODES, existing[2:], CRD)['deletions'] == []
+    errors = dp.pool_plan([{'name': 'x', 'node_selector': {'pool': 'a100'}}], {}, NODES,
+                          [dict(existing[2], spec={'nodeSelector': {'pool': 'a100'}})], CRD)['errors']
+    assert "node a100-0 is selected by pool 'x' and NVIDIADriver 'users-own'" in errors[0], errors
+
+
 def test_pools_checked_against_the_schema_and_the_rules():
     pools = [{'name': 'a', 'node_selector': {'pool': 'a100'}, 'use_precompiled': True,
               'spec': {'priorityClass': 'x', 'gds': {'enabled': True}}}]

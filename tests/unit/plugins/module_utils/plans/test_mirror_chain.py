@@ -11,7 +11,7 @@ import pytest
 
 from ansible_collections.gpuops.gpu.plugins.module_utils.plans.mirror import mirror_plan
 from ansible_collections.gpuops.gpu.plugins.module_utils.plans.mirror_chain import (
-    chart_mirror_values, install_sources)
+    NFD_CHART_REPOSITORY, chart_mirror_values, install_sources, nfd_chart_mirror_values)
 
 MIRROR = 'mirror.example.com:8443'
 OPENSHIFT = {'platform': 'openshift', 'registry': MIRROR, 'openshift_version': '4.18',
@@ -44,7 +44,7 @@ def test_the_published_result():
 
 def test_without_the_mirror_the_public_catalogs():
     assert install_sources('nfd', EMPTY) == {'source': 'redhat-operators', 'source_namespace': 'openshift-marketplace',
-                                             'origin': 'default', 'helm_values': {}, 'errors': []}
+                                             'origin': 'default', 'helm_values': {}, 'errors': [], 'warnings': []}
     gpu = install_sources('gpu_operator', GPU_EMPTY, {})
     assert (gpu['source'], gpu['origin']) == ('certified-operators', 'default')
 
@@ -97,6 +97,41 @@ def test_kubernetes_mirror_chart_values():
     # only what the rules cover; no secret when anonymous
     assert chart_mirror_values([{'source': 'ghcr.io/x', 'mirror': 'm/x'}]) == {}
     assert chart_mirror_values([{'source': 'nvcr.io', 'mirror': 'm'}])['gfd'] == {'repository': 'm/nvidia'}
+
+
+def test_kubernetes_mirror_nfd_chart_values():
+    # the chart's one image, through a rule for its registry path; the pull Secret where the chart's pods run
+    plan = mirror_plan(dict(OPENSHIFT, platform='kubernetes', operator_namespace='node-feature-discovery',
+                            cluster_policy=False, repositories=['nvcr.io/nvidia', 'registry.k8s.io/nfd']))
+    assert plan['errors'] == []
+    nfd = install_sources('nfd', dict(EMPTY, nfd_namespace='node-feature-discovery'), plan['result'])
+    assert nfd['helm_values'] == {'image': {'repository': MIRROR + '/nfd/node-feature-discovery'},
+                                  'imagePullSecrets': [{'name': 'gpuops-mirror-pull'}]}
+    assert nfd['warnings'] == [] and nfd['errors'] == []
+    # the gpu_operator role is not given the NFD image, nor warned about it
+    gpu = install_sources('gpu_operator', GPU_EMPTY, plan['result'])
+    assert 'image' not in gpu['helm_values'] and gpu['warnings'] == []
+    # the OpenShift mirror: the IDMS/ITMS and the global pull secret cover the pulls, no values
+    assert install_sources('nfd', dict(EMPTY, nfd_namespace='openshift-nfd'), published()) == dict(
+        install_sources('nfd', EMPTY, published()), helm_values={}, warnings=[])
+
+
+def test_nfd_chart_values_name_what_the_mirror_leaves_public():
+    secret = {'name': 'gpuops-mirror-pull', 'namespace': 'gpu-operator'}
+    values, warnings = nfd_chart_mirror_values([{'source': 'nvcr.io/nvidia', 'mirror': 'm/nvidia'}], secret,
+                                               'node-feature-discovery')
+    assert values == {}
+    assert len(warnings) == 2
+    assert NFD_CHART_REPOSITORY in warnings[0] and 'nfd_helm_values.image.repository' in warnings[0]
+    assert warnings[1].startswith('the mirror pull Secret gpu-operator/gpuops-mirror-pull is not in the NFD '
+                                  'namespace node-feature-discovery')
+    # what the user's own values set is not warned about
+    own = {'image': {'repository': 'm/nfd'}, 'imagePullSecrets': [{'name': 'mine'}]}
+    assert nfd_chart_mirror_values([], secret, 'node-feature-discovery', own) == ({}, [])
+    # a rule for the whole registry, keeping the host (one proxy repository per upstream registry); anonymous
+    rule = [{'source': 'registry.k8s.io', 'mirror': 'art.example.com/registry.k8s.io'}]
+    assert nfd_chart_mirror_values(rule, None, 'x') == (
+        {'image': {'repository': 'art.example.com/registry.k8s.io/nfd/node-feature-discovery'}}, [])
 
 
 def test_bad_calls():

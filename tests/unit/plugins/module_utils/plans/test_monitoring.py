@@ -6,8 +6,11 @@
 from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
 
+import json
 import os
+import re
 
+import jinja2
 import pytest
 import yaml
 
@@ -260,3 +263,106 @@ def test_grafana_operator_settings_ignored_when_off():
     assert D.monitoring_plan(role_settings(dashboard=False, **bad))['errors'] == []
     expressions = {'matchExpressions': [{'key': 'dashboards', 'operator': 'In', 'values': ['grafana']}]}
     assert D.monitoring_plan(role_settings(grafana_operator_instance_selector=expressions))['errors'] == []
+
+
+# --- the node label: Hostname, or hostname from NVIDIA/dcgm-exporter d5e5f51 (PR 655) on --------------------
+
+ROLE_DIR = os.path.join(os.path.dirname(ROLE_DEFAULTS), '..')
+HOSTNAME_COPY = ', "Hostname", "$1", "hostname", "(.+)")'
+NODE_MATCHERS = '{Hostname=~"$Hostname|", hostname=~"$hostname|"}'
+
+
+def hostname_copies(expr):
+    """(start, end) of each ``label_replace(<x>, "Hostname", "$1", "hostname", "(.+)")`` in ``expr``."""
+    spans = []
+    for match in re.finditer(r'label_replace\(', expr):
+        depth, end = 0, None
+        for index in range(match.end() - 1, len(expr)):
+            depth += {'(': 1, ')': -1}.get(expr[index], 0)
+            if depth == 0:
+                end = index + 1
+                break
+        if end and expr[:end].endswith(HOSTNAME_COPY):
+            spans.append((match.start(), end))
+    return spans
+
+
+def uncopied_metrics(expr):
+    """The DCGM series of ``expr`` that no hostname copy wraps (their node label may be hostname only)."""
+    spans = hostname_copies(expr)
+    return [m.group(0) for m in re.finditer(r'DCGM_F[IE]_\w+', expr)
+            if not any(start < m.start() < end for start, end in spans)]
+
+
+def alert_rules(**variables):
+    env = jinja2.Environment(trim_blocks=True, undefined=jinja2.StrictUndefined)
+    env.filters['combine'] = lambda a, b: dict(a, **b)
+    env.filters['to_json'] = json.dumps
+    with open(os.path.join(ROLE_DIR, 'templates', 'prometheus-rule.yml.j2')) as f:
+        template = env.from_string(f.read())
+    values = dict(('monitoring_' + k, v) for k, v in role_settings(**variables).items())
+    rule = yaml.safe_load(template.render(__monitoring_operator_ns='gpu-operator', **values))
+    return dict((r['alert'], r) for group in rule['spec']['groups'] for r in group['rules'])
+
+
+def test_hostname_helpers_see_an_expression_without_the_copy():
+    assert uncopied_metrics('max by (Hostname, gpu) (DCGM_FI_DEV_XID_ERRORS) > 0') == ['DCGM_FI_DEV_XID_ERRORS']
+    assert uncopied_metrics('label_replace(DCGM_FI_DEV_GPU_TEMP, "Hostname", "$1", "host", "(.+)")') == [
+        'DCGM_FI_DEV_GPU_TEMP']
+    assert uncopied_metrics('label_replace(A{x="y"} / (DCGM_FI_DEV_FB_USED + B), "Hostname", "$1", "hostname", '
+                            '"(.+)") > 9') == []
+
+
+def test_alerts_name_the_node_with_either_exporter_label():
+    alerts = alert_rules()
+    by_node = sorted(name for name, r in alerts.items()
+                     if 'Hostname' in r['expr'] or 'Hostname' in json.dumps(r['annotations']))
+    assert by_node == ['GPUMemoryAlmostFull', 'GPUTemperatureHigh', 'GPUVGPUUnlicensed', 'GPUXidError',
+                       'GPUXidErrorCritical']
+    for name in by_node:
+        expr = alerts[name]['expr']
+        assert hostname_copies(expr) and uncopied_metrics(expr) == [], (name, expr)
+        if ' by (' in expr:   # the copy comes before the grouping, which then keeps Hostname only
+            assert re.search(r'max by \(Hostname, gpu, UUID\) \(label_replace\(', expr), (name, expr)
+        assert '$labels.Hostname' in alerts[name]['annotations']['summary'], name
+        assert '$labels.hostname' not in json.dumps(alerts[name]['annotations']), name
+    assert alerts['GPUXidError']['expr'] == (
+        'max by (Hostname, gpu, UUID) (label_replace(DCGM_FI_DEV_XID_ERRORS, "Hostname", "$1", "hostname", "(.+)"))'
+        ' > 0')
+    assert alerts['GPUTemperatureHigh']['expr'].endswith('"hostname", "(.+)") > 90')
+    assert 'GPUVGPUUnlicensed' not in alert_rules(alert_vgpu_license=False)
+
+
+def dashboard_json():
+    with open(os.path.join(ROLE_DIR, 'files', 'gpuops-gpu-dashboard.json')) as f:
+        return json.load(f)
+
+
+def test_dashboard_filters_and_names_nodes_with_either_exporter_label():
+    board = dashboard_json()
+    variables = dict((v['name'], v) for v in board['templating']['list'])
+    assert variables['Hostname']['query'] == 'label_values(DCGM_FI_DEV_GPU_TEMP, Hostname)'
+    assert variables['hostname']['query'] == 'label_values(DCGM_FI_DEV_GPU_TEMP, hostname)'
+    assert all(variables[n]['includeAll'] and variables[n]['allValue'] == '.*' for n in ('Hostname', 'hostname'))
+    targets = [t for p in board['panels'] for t in p.get('targets', [])]
+    selectors = [(t['expr'], m) for t in targets for m in re.finditer(r'(DCGM_F[IE]_\w+)(\{[^}]*\})?', t['expr'])]
+    assert len(selectors) > 15
+    for expr, match in selectors:
+        assert match.group(2) == NODE_MATCHERS, expr
+    legends = [t for t in targets if '{{Hostname}}' in t.get('legendFormat', '')]
+    assert len(legends) == 11
+    for target in legends:
+        assert uncopied_metrics(target['expr']) == [], target['expr']
+    assert not any('{{hostname}}' in t.get('legendFormat', '') for t in targets)
+
+
+@pytest.mark.parametrize('value', ['.*', '.+', '(a100-0|h100-0)', 'a100-0', '', '$hostname'])
+def test_node_matchers_filter_only_the_series_that_carry_the_label(value):
+    """Prometheus anchors a regex matcher (^(?:re)$) and an absent label is the empty string: "<value>|"
+    passes a series without the label whatever the variable holds (All, a pick, nothing, or left as text
+    by a dashboard that did not substitute it), and filters the series that carry it."""
+    matcher = '^(?:%s|)$' % value
+    assert re.match(matcher, '')
+    for node in ('a100-0', 'h100-0', 't4-0'):
+        picked = value in ('.*', '.+') or node in value.strip('()').split('|')
+        assert bool(re.match(matcher, node)) == (picked and value != ''), (value, node)
