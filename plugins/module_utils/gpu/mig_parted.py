@@ -186,8 +186,10 @@ def _gpu_label(index):
     return 'GPU %d' % index if index is not None else 'all GPUs'
 
 
-def _assignment_errors(config, entries, product, overrides):
-    """Errors for applying one config to GPUs of one product."""
+def config_product_errors(config, entries, product, overrides):
+    """Errors for applying one config (its ``entries``) to GPUs of one product: the rule
+    mig_parted_errors applies per product, for callers that check one config on many products
+    without re-checking the whole document each time (plans/mig_demand_pool.py)."""
     entry, errors = resolve_product(product, overrides)
     if errors:
         return ["config '%s' on %s: %s" % (config, product, e) for e in errors]
@@ -280,5 +282,5 @@ def mig_parted_errors(document, products_by_config=None, overrides=None):
         products = set(as_list(products_by_config.get(config, [])))
         products.update(_filter_products(entries, overrides))
         for product in sorted(products, key=str):
-            errors.extend(_assignment_errors(config, entries, product, overrides))
+            errors.extend(config_product_errors(config, entries, product, overrides))
     return errors

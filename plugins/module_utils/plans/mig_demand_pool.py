@@ -10,10 +10,8 @@ __metaclass__ = type
 
 from ansible_collections.gpuops.gpu.plugins.module_utils.gpu.geometry import (
     MigGeometryError, find_placement, node_capacity, nonzero)
-# _assignment_errors is mig_parted_errors' rule for one config on one product: called per product here,
-# since mig_parted_errors re-checks the whole document on every call.
 from ansible_collections.gpuops.gpu.plugins.module_utils.gpu.mig_parted import (
-    _assignment_errors, effective_entry, matching_entries)
+    config_product_errors, effective_entry, matching_entries)
 from ansible_collections.gpuops.gpu.plugins.module_utils.gpu.products import MigCatalogError, get_product
 
 GENERATED_PREFIX = 'gpuops-'
@@ -109,7 +107,7 @@ class ConfigOptions(object):
     def _valid(self, name, entries, product):
         key = (name, product)
         if key not in self._validity:
-            self._validity[key] = not _assignment_errors(name, entries, product, self.overrides)
+            self._validity[key] = not config_product_errors(name, entries, product, self.overrides)
         return self._validity[key]
 
     def _add_generated(self, options, product, gpus):
