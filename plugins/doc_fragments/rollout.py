@@ -21,6 +21,19 @@ options:
         Nodes already cordoned count against it.
     type: raw
     default: 1
+  window:
+    description:
+      - How nodes are started. V(batch) changes O(max_unavailable) nodes, waits for the slowest of them, then starts
+        the next batch.
+      - V(rolling) starts the next node as soon as one finishes, so the slowest node of a group no longer holds up
+        the others; never more than O(max_unavailable) nodes are changed at once, in the same order. The drain,
+        PodDisruptionBudget, verification and resume rules are those of V(batch); when a node fails, no further
+        node is started, the nodes already started are finished, and the rollout stops.
+      - RV(batches) is the same plan in both modes (the order nodes start in, grouped by O(max_unavailable));
+        RV(window) is the number of nodes changed at once in V(rolling) mode.
+    type: str
+    choices: [batch, rolling]
+    default: batch
   pod_selector:
     description: Labels of extra pods (not using GPUs) to evict as well.
     type: dict
@@ -52,9 +65,10 @@ options:
     default: 300
   poll_interval:
     description:
-      - Seconds between reads of the nodes of a batch. A watch on the nodes wakes the rollout as soon as one of them
-        changes, so a state reached is acted on at once; the polling checks timeouts and drains, and carries on
-        alone when the watch is not available.
+      - Seconds between checks of the nodes of a batch (timeouts, drains). A watch on the nodes wakes the rollout as
+        soon as one of them changes and delivers it, so a state reached is acted on at once without reading the node
+        again; each check reads one node with a GET to prove the API answers, and every node is read with a GET
+        while the API is slow or away or the watch is not available.
       - 0.1 to 300; a value outside (0 would poll without pause) is refused before anything is read.
     type: float
     default: 1.0

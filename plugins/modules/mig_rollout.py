@@ -144,6 +144,11 @@ batches:
   type: list
   elements: list
   sample: [["gpu-1", "gpu-2"], ["gpu-3"]]
+window:
+  description: With O(window=rolling), how many nodes are changed at once (the order is that of RV(batches)).
+  returned: when O(window=rolling) and there are nodes to change
+  type: int
+  sample: 20
 plan:
   description: Check mode only - per batch, the nodes with their current and target config, pods to evict and blocking PDBs.
   returned: check mode

@@ -166,6 +166,11 @@ batches:
   type: list
   elements: list
   sample: [["t4-0"], ["l40s-0"]]
+window:
+  description: With O(window=rolling), how many nodes are changed at once (the order is that of RV(batches)).
+  returned: when O(window=rolling) and there are nodes to change
+  type: int
+  sample: 20
 plan:
   description:
     - Check mode only - per batch, the nodes with their label now and after, the profile, whether the device plugin

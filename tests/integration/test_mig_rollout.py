@@ -96,6 +96,45 @@ def test_single_rollout_then_idempotent(testbed, core):
     assert again['batches'] == []
 
 
+SIM_DELAY = 'gpusim.gpuops.dev/reconfigure-seconds'  # the simulated MIG manager's time for one node
+
+
+def _delays(core, seconds):
+    for name, value in seconds.items():
+        core.patch_node(name, {'metadata': {'annotations': {SIM_DELAY: value}}})
+
+
+def _span(node):
+    """(cordoned, uncordoned) of a node result, as seconds."""
+    from datetime import datetime
+    return tuple(datetime.strptime(node['timeline'][k], '%Y-%m-%dT%H:%M:%S.%fZ').timestamp()
+                 for k in ('cordoned', 'uncordoned'))
+
+
+def test_rolling_window_starts_a_node_as_soon_as_one_finishes(testbed, core):
+    """window: rolling with max_unavailable 2: while a100-0 takes 6 s, the three others go through the
+    second place one after the other; never more than two nodes are cordoned at once."""
+    _delays(core, {'a100-0': '6', 'a100-1': '0.5', 'h100-0': '0.5', 'h100-1': '0.5'})
+    try:
+        res = rollout(testbed.kubeconfig, assignments=[{'nodes': A100, 'config': 'all-2g.10gb'},
+                                                       {'nodes': ['h100-0', 'h100-1'], 'config': 'all-2g.20gb'}],
+                      max_unavailable=2, window='rolling')
+        assert res.get('failed') is not True, res.get('msg')
+        assert res['window'] == 2 and [n['node'] for n in res['nodes']] == MIG_NODES
+        spans = dict((n['node'], _span(n)) for n in res['nodes'])
+        assert spans['h100-1'][1] < spans['a100-0'][1], spans       # the last node finished before the slow one
+        moments = sorted(t for span in spans.values() for t in span)
+        assert max(sum(1 for a, b in spans.values() if a <= m < b) for m in moments) <= 2, spans
+        assert labels(core, 'h100-1')['nvidia.com/mig.config'] == 'all-2g.20gb'
+        assert_clean(core, MIG_NODES)
+        _delays(core, dict((n, '0.5') for n in MIG_NODES))
+        back = rollout(testbed.kubeconfig, assignments=TRAINING, max_unavailable=2, window='rolling')
+        assert back.get('failed') is not True and back['changed'] is True, back.get('msg')
+    finally:
+        _delays(core, dict((n, None) for n in MIG_NODES))
+    assert rollout(testbed.kubeconfig, assignments=TRAINING, max_unavailable=2, window='rolling')['changed'] is False
+
+
 BAD_INPUTS = [
     ([{'nodes': ['a100-0'], 'config': 'no-such-config'}], {}, "'no-such-config'"),
     ([{'nodes': ['nope-9'], 'config': 'all-1g.5gb'}], {}, 'not found: nope-9'),

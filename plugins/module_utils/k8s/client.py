@@ -23,6 +23,7 @@ from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
 
 import copy
+import gc
 import json
 import threading
 
@@ -50,6 +51,7 @@ APIS = ('core', 'custom', 'policy', 'batch', 'dynamic')
 CONNECT_TIMEOUT = 5.0   # seconds to open a connection
 READ_TIMEOUT = 30.0     # the most one request waits for the apiserver's next bytes
 MIN_READ_TIMEOUT = 2.0
+FREEZE_BYTES = 1 << 20  # a decoded answer this large is kept away from the garbage collector (loads)
 
 
 def transport_words(exc):
@@ -116,8 +118,31 @@ def decode(response):
     (a dict, a list) is returned as it is, an empty body is {}."""
     data = response.data if hasattr(response, 'data') else response
     if isinstance(data, (bytes, str)):
-        return json.loads(data) if data else {}
+        return loads(data) if data else {}
     return {} if data is None else data
+
+
+def loads(text):
+    """``json.loads`` with the cyclic garbage collector paused, and a large answer frozen.
+
+    A list of 5000 nodes is about 45 MB of JSON and millions of objects: the collections their
+    allocation triggers cost four times the decoding itself, and while the list is alive every later
+    full collection walks it again, which tripled the time of the per-node checks that follow
+    (bench/fleet_scale_bench.py, docs/performance.md). Decoded JSON holds no reference cycles, so the
+    collector has nothing to find in it: it is paused while decoding (whoever paused it resumes it;
+    threads may decode at once), and an answer of FREEZE_BYTES or more is moved out of its reach
+    with ``gc.freeze`` (its objects are still freed when no longer referenced)."""
+    paused = gc.isenabled()
+    if paused:
+        gc.disable()
+    try:
+        data = json.loads(text)
+    finally:
+        if paused:
+            gc.enable()
+    if len(text) >= FREEZE_BYTES:
+        gc.freeze()
+    return data
 
 
 class _Counter(object):

@@ -8,6 +8,10 @@ Events, all as plain JSON through the run's ``k8s.client.Connection`` (which cou
 Safe to use from the worker threads that advance the nodes of a batch; Events are posted off the
 rollout's critical path (a small executor) while a rollout runs, and never stop it.
 
+``known`` keeps the newest copy seen of each node the rollout follows (from the node list, its own
+GETs, the answers to its patches and the node watch), compared by resourceVersion: while the watch
+is alive it is as fresh as a GET, so the rollout reads it instead of asking the API again.
+
 An exception of a node call carries ``gpuops_call`` (e.g. 'patch node'), which ``call_words`` turns,
 with the HTTP status and the apiserver's own message, into the one line the user sees.
 """
@@ -46,6 +50,14 @@ def _named(what, fn, *args, **kwargs):
         raise
 
 
+def _version(node):
+    """A node's resourceVersion as a number (etcd's revision), None when it is not one."""
+    try:
+        return int((node.get('metadata') or {}).get('resourceVersion'))
+    except (TypeError, ValueError):
+        return None
+
+
 def now_iso():
     """The current UTC time, ISO 8601 to the second (annotation and Event timestamps)."""
     return datetime.datetime.now(datetime.timezone.utc).replace(microsecond=0).isoformat()
@@ -60,6 +72,35 @@ class RolloutApi(object):
         self.nodes_version = None  # resourceVersion of the last node list: where the node watch starts
         self._lock = threading.Lock()
         self._events = None  # executor posting Events while a rollout runs
+        self.known = {}  # node name -> newest copy seen (see offer); only nodes the rollout follows
+
+    # ------------------------------------------------------------------ the newest copy of each node
+    def follow(self, nodes):
+        """Keep the newest copy of these nodes (dicts as listed) from now on."""
+        with self._lock:
+            for node in nodes:
+                self.known[node['metadata']['name']] = node
+
+    def offer(self, node):
+        """A copy of a node just read, written or watched: kept when it is newer than the one known
+        (a followed node only; a copy whose resourceVersion is not a number is never kept)."""
+        name = (node.get('metadata') or {}).get('name')
+        version = _version(node)
+        with self._lock:
+            if name in self.known and version is not None and version >= (_version(self.known[name]) or -1):
+                self.known[name] = node
+
+    def forget(self, name):
+        """The node was deleted: its copy is stale (the next read asks the API, which says 404)."""
+        with self._lock:
+            if name in self.known:
+                self.known[name] = None
+
+    def newest(self, name):
+        """The newest copy known of the node, or None."""
+        with self._lock:
+            node = self.known.get(name)
+        return node if _version(node or {}) is not None else None
 
     def warn(self, msg):
         with self._lock:
@@ -73,7 +114,9 @@ class RolloutApi(object):
         return data.get('items', [])
 
     def get_node(self, name):
-        return _named('read node', self.conn.call, self.conn.core.read_node, name)
+        node = _named('read node', self.conn.call, self.conn.core.read_node, name)
+        self.offer(node)
+        return node
 
     def node_pods(self, name):
         return _named('list pods', self.conn.call, self.conn.core.list_pod_for_all_namespaces,
@@ -95,7 +138,10 @@ class RolloutApi(object):
     def patch_node(self, name, body, timeout=None):
         """Patch a node; ``timeout`` (connect, read) instead of the connection's."""
         kwargs = {'_request_timeout': timeout} if timeout else {}
-        return _named('patch node', self.conn.call, self.conn.core.patch_node, name, body, **kwargs)
+        node = _named('patch node', self.conn.call, self.conn.core.patch_node, name, body, **kwargs)
+        if isinstance(node, dict):
+            self.offer(node)
+        return node
 
     def evict(self, name, namespace, grace_period=None):
         """Evict a pod through the Eviction API (PodDisruptionBudgets apply: HTTP 429 when one blocks)."""

@@ -77,6 +77,24 @@ def _ordered(nodes, order):
     raise ValueError("order must be one of %s, got %r" % (', '.join(ORDERS), order))
 
 
+def _budget(nodes, max_unavailable, unavailable, pool_size):
+    """(nodes, down, outside, limit, budget): what plan_batches and window_size share."""
+    nodes = _check_names(nodes, 'nodes')
+    down = set(_check_names(unavailable or [], 'unavailable'))
+    if pool_size is None:
+        pool_size = len(set(nodes) | down)
+    limit = parse_max_unavailable(max_unavailable, pool_size)
+    outside = sorted(down - set(nodes), key=_natural_key)
+    return nodes, down, outside, limit, limit - len(outside)
+
+
+def window_size(nodes, max_unavailable, unavailable=None, pool_size=None):
+    """How many of ``nodes`` a rolling window changes at once: max_unavailable less the nodes
+    outside ``nodes`` that are already down (as plan_batches counts them); at least 1 when
+    plan_batches could plan them."""
+    return max(1, _budget(nodes, max_unavailable, unavailable, pool_size)[4])
+
+
 def plan_batches(nodes, max_unavailable, order='name', unavailable=None, pool_size=None):
     """Split ``nodes`` into batches that each respect ``max_unavailable``.
 
@@ -86,13 +104,7 @@ def plan_batches(nodes, max_unavailable, order='name', unavailable=None, pool_si
     of ``pool_size``, by default every node named in ``nodes`` or
     ``unavailable``. ``order`` is 'name' (natural sort) or 'given'.
     """
-    nodes = _check_names(nodes, 'nodes')
-    down = set(_check_names(unavailable or [], 'unavailable'))
-    if pool_size is None:
-        pool_size = len(set(nodes) | down)
-    limit = parse_max_unavailable(max_unavailable, pool_size)
-    outside = sorted(down - set(nodes), key=_natural_key)
-    budget = limit - len(outside)
+    nodes, down, outside, limit, budget = _budget(nodes, max_unavailable, unavailable, pool_size)
     ordered = _ordered(nodes, order)
     if not ordered:
         return []

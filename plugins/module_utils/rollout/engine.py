@@ -41,8 +41,8 @@ from ansible_collections.gpuops.gpu.plugins.module_utils.k8s.errors import Input
 from ansible_collections.gpuops.gpu.plugins.module_utils.k8s.waiter import Waiter
 from ansible_collections.gpuops.gpu.plugins.module_utils.rollout import drain as dr
 from ansible_collections.gpuops.gpu.plugins.module_utils.rollout.api import RolloutApi, call_words
-from ansible_collections.gpuops.gpu.plugins.module_utils.rollout.batches import plan_batches
-from ansible_collections.gpuops.gpu.plugins.module_utils.rollout.faults import Outage, transient
+from ansible_collections.gpuops.gpu.plugins.module_utils.rollout.batches import plan_batches, window_size
+from ansible_collections.gpuops.gpu.plugins.module_utils.rollout.faults import SLOW_ANSWER, Outage, transient
 from ansible_collections.gpuops.gpu.plugins.module_utils.rollout.inputs import resolve_assignments
 from ansible_collections.gpuops.gpu.plugins.module_utils.rollout.lock import RolloutLock
 from ansible_collections.gpuops.gpu.plugins.module_utils.rollout.progress import Progress, utc_iso
@@ -92,6 +92,7 @@ class NodeRollout(object):
         self.watch = None
         self.wake = threading.Event()  # set by the node watch and by every worker that finishes
         self.api_lost = False  # the rollout stopped because the API did not answer
+        self.window = None  # the rolling window (opts window: rolling), set by plan()
 
     @property
     def warnings(self):
@@ -120,6 +121,9 @@ class NodeRollout(object):
         unavailable = [n for n in pool if (nodes_by_name[n].get('spec') or {}).get('unschedulable')]
         batches = plan_batches(sorted(work), self.opts['max_unavailable'], unavailable=unavailable,
                                pool_size=len(pool))
+        if batches and self.opts.get('window') == 'rolling':
+            self.window = _Window(window_size(sorted(work), self.opts['max_unavailable'], unavailable=unavailable,
+                                              pool_size=len(pool)), batches, unavailable)
         return work, batches
 
     def describe_plan(self, work, batches, nodes_by_name):
@@ -155,24 +159,30 @@ class NodeRollout(object):
         return (node['metadata'].get('labels') or {}).get(self.kind.label)
 
     # ============================================================== one batch
-    def run_batch(self, batch, work, nodes_by_name):
+    def _state(self, name, work, nodes_by_name):
+        """A node's result as its rollout starts."""
+        return {'node': name, 'from': self.current(nodes_by_name[name]), 'to': work[name], 'phase': 'cordon',
+                'started': time.monotonic(), 'timeline': {'started': utc_iso()}, 'evicted': [], 'cycled': False,
+                'changed': False, 'detail': ''}
+
+    def run_batch(self, batch, work, nodes_by_name, feed=None):
         """Drive every node of a batch to done, failed or gone. Returns {node: result}.
 
         Each node advances in its own worker (up to MAX_WORKERS): a tick submits a read-and-advance
         for every node that has none in flight, so a node whose request hangs never holds up its
         batch-mates. Between ticks the loop waits for poll_interval, the node watch (a followed node
-        changed: only those are read) or a worker that finished.
+        changed: only those are advanced) or a worker that finished. ``feed`` (the rolling window)
+        adds nodes to the batch as others finish.
         """
         waiter = Waiter(self.opts['poll_interval'], wake=self.wake)
         steps = NodeSteps(self.api, self.kind, self.opts, waiter, self.log)
-        states = dict((name, {'node': name, 'from': self.current(nodes_by_name[name]), 'to': work[name],
-                              'phase': 'cordon', 'started': time.monotonic(), 'timeline': {'started': utc_iso()},
-                              'evicted': [], 'cycled': False, 'changed': False, 'detail': ''}) for name in batch)
-        if self.watch is not None:
+        states = dict((name, self._state(name, work, nodes_by_name)) for name in batch)
+        if self.watch is not None and feed is None:
             self.watch.follow(batch)
-        pool = ThreadPoolExecutor(max_workers=max(1, min(len(batch), MAX_WORKERS)))
+        workers = feed.size if feed is not None else len(batch)
+        pool = ThreadPoolExecutor(max_workers=max(1, min(workers, MAX_WORKERS)))
         try:
-            self._drive(pool, steps, states, waiter)
+            self._drive(pool, steps, states, waiter, feed)
         except BaseException as exc:
             pool.shutdown(wait=False, cancel_futures=True)  # a hung request never delays the stop
             exc.states = _ended(states)
@@ -180,43 +190,64 @@ class NodeRollout(object):
         pool.shutdown(wait=True)
         return _ended(states)
 
-    def _drive(self, pool, steps, states, waiter):
-        """The tick loop of run_batch."""
+    def _drive(self, pool, steps, states, waiter, feed=None):
+        """The tick loop of run_batch.
+
+        While the node watch is alive and the API answers, a node is advanced from the newest copy
+        the watch (or the answer to this run's own patch) delivered, without reading it again; each
+        poll tick reads one node with a GET (in turn), which proves the API still answers. While
+        that read is slow or the API is away, every node is read with a GET again (the outage
+        clock then works as without the watch).
+        """
         deadlines, running = {}, {}
         outage = Outage(self.opts.get('api_timeout', 300))
-        poll = None
+        poll, probe, turn = None, None, 0
         while True:
             self.wake.clear()
             changed = self.watch.take() if self.watch is not None else set()
             for name, (future, started) in list(running.items()):
                 if future.done():
                     del running[name]
+                    probe = None if probe and probe[0] == name else probe
                     self._handle(future.result(), states[name], started, outage, steps)
             if outage.passed():
                 self._stop_for_outage(outage, states, steps)
+            if feed is not None:
+                changed.update(feed(states))
             self.progress.nodes(states)
             todo = [st for st in states.values() if st['phase'] not in FINAL or st.get('recorded') is False]
-            if not todo and not running:
+            if not todo and not running and (feed is None or feed.empty()):
                 return
             due = poll is None or poll.passed()
             if due:
                 poll = waiter.deadline(self.opts['poll_interval'])
+            fresh = (self.watch is not None and self.watch.alive and outage.quiet() and
+                     (probe is None or time.monotonic() - probe[1] < SLOW_ANSWER))
+            idle = [st['node'] for st in todo if st['node'] not in running]
+            if due and fresh and probe is None and idle:
+                turn += 1
+                probe = (idle[turn % len(idle)], time.monotonic())
             for st in todo:
-                if st['node'] not in running and (due or st['node'] in changed):
-                    future = pool.submit(self._tick, steps, st, deadlines, outage)
-                    running[st['node']] = (future, time.monotonic())
+                name = st['node']
+                if name not in running and (due or name in changed):
+                    ask = not fresh or (probe is not None and probe[0] == name)
+                    future = pool.submit(self._tick, steps, st, deadlines, outage, ask)
+                    running[name] = (future, time.monotonic())
                     future.add_done_callback(lambda _f: self.wake.set())
             waiter.pause(poll.left())
 
-    def _tick(self, steps, st, deadlines, outage):
-        """Read one node and advance it (in a worker thread); returns the exception to handle, if any."""
+    def _tick(self, steps, st, deadlines, outage, ask=True):
+        """Advance one node (in a worker thread) from a GET when ``ask``, else from the newest copy
+        known; returns the exception to handle, if any."""
         try:
             if st['phase'] == 'failed':  # the failure is known, its annotations are not written yet
                 steps.record(st)
                 return None
-            asked = time.monotonic()
-            node = self.api.get_node(st['node'])
-            outage.answered(deadlines, st['node'], time.monotonic() - asked)
+            node = None if ask else self.api.newest(st['node'])
+            if node is None:
+                asked = time.monotonic()
+                node = self.api.get_node(st['node'])
+                outage.answered(deadlines, st['node'], time.monotonic() - asked)
             steps.step(node, st, deadlines)
         except Exception as exc:  # handed to the tick loop (_handle)
             return exc
@@ -275,6 +306,8 @@ class NodeRollout(object):
     def run(self, assignments, nodes_by_name):
         work, batches = self.plan(assignments, nodes_by_name)
         result = {'changed': bool(work), 'batches': [list(b) for b in batches], 'nodes': [], 'plan': []}
+        if self.window is not None:
+            result['window'] = self.window.size
         lock = RolloutLock.for_rollout(self.conn, self.opts, '%s_rollout of %d node(s)' % (self.kind.name, len(work)),
                                        work, self.log)
         if self.opts.get('check_mode'):
@@ -301,22 +334,28 @@ class NodeRollout(object):
             raise InputError('nothing was changed; fix these first: ' + ' | '.join(errors))
         work, batches = self.plan(assignments, nodes_by_name)
         result.update(changed=bool(work), batches=[list(b) for b in batches])
+        if self.window is not None:
+            result['window'] = self.window.size
         return work, batches, nodes_by_name
 
     def _run_work(self, work, batches, nodes_by_name, result):
         if batches:  # workers + the watch + the event posters
             self.api.conn = self.conn.pooled(min(max(len(b) for b in batches), MAX_WORKERS) + 3)
         if batches and self.api.nodes_version:
-            self.watch = NodeWatch(self.api.conn, self.api.nodes_version, woken=self.wake)
+            self.api.follow(nodes_by_name[n] for n in work)
+            self.watch = NodeWatch(self.api.conn, self.api.nodes_version, woken=self.wake, cache=self.api)
         self.api.start_events()
         try:
-            self._run_batches(batches, work, nodes_by_name, result)
+            if self.window is not None and batches:
+                self._run_rolling(work, nodes_by_name, result)
+            else:
+                self._run_batches(batches, work, nodes_by_name, result)
         finally:
             if self.watch is not None:
                 self.watch.stop()
                 self.watch = None
             self.api.stop_events(wait=not self.api_lost)
-            if not self.api_lost:
+            if not self.api_lost and batches:  # nothing rolled out: nothing can have appeared during it
                 self._new_nodes(nodes_by_name)
         result['changed'] = any(s['changed'] for s in result['nodes'])
         return result
@@ -337,6 +376,39 @@ class NodeRollout(object):
         if matched:
             self.api.warn('node(s) %s appeared during the rollout and match the assignments; this run did not touch '
                           'them: run it again to apply their assignments' % ', '.join(sorted(matched)))
+
+    def _run_rolling(self, work, nodes_by_name, result):
+        """The rolling window: one batch that starts the next node as soon as one finishes (_Window)."""
+        window = self.window
+        window.start(self, work, nodes_by_name)
+        if self.watch is not None:
+            self.watch.follow(list(work))
+        self.log('rolling window of %d node(s) over %d node(s)' % (window.size, len(work)))
+        self.progress.batch(1, 1, [])
+        try:
+            states = self.run_batch([], work, nodes_by_name, feed=window)
+        except _ApiLost as exc:
+            result['nodes'].extend(exc.states[n] for n in window.started)
+            result.update(untouched=list(window.queue), changed=any(s['changed'] for s in result['nodes']))
+            raise RolloutFailed(str(exc), result)
+        except RolloutFailed as exc:  # the lock was lost: nodes started so far, and what was not
+            result['nodes'].extend(getattr(exc, 'states', {}).get(n) for n in window.started)
+            result['nodes'] = [n for n in result['nodes'] if n]
+            result.update(untouched=list(window.queue), changed=any(s['changed'] for s in result['nodes']))
+            exc.result = result
+            raise
+        result['nodes'].extend(states[n] for n in window.started)
+        self.progress.nodes(states, force=True)
+        self.progress.finished(sum(1 for s in result['nodes'] if s['phase'] == 'done'))
+        failed = [s for s in states.values() if s['phase'] == 'failed']
+        if failed:
+            untouched = list(window.queue)
+            result.update(untouched=untouched, changed=any(s['changed'] for s in result['nodes']))
+            msg = '; '.join('node %s: %s' % (s['node'], s['reason']) for s in failed)
+            raise RolloutFailed('rollout stopped: %s. No node was started after the failure; the nodes already '
+                                'started were finished. Failed nodes stay cordoned and annotated (%s); %d node(s) '
+                                'not started were left untouched. Fix the cause and run again to resume.'
+                                % (msg, ANN_REASON, len(untouched)), result)
 
     def _run_batches(self, batches, work, nodes_by_name, result):
         for index, batch in enumerate(batches):
@@ -363,3 +435,44 @@ class NodeRollout(object):
                 raise RolloutFailed('rollout stopped in batch %d/%d: %s. Failed nodes stay cordoned and annotated '
                                     '(%s); %d node(s) not started were left untouched. Fix the cause and run again '
                                     'to resume.' % (index + 1, len(batches), msg, ANN_REASON, len(untouched)), result)
+
+
+class _Window(object):
+    """The rolling window (opts ``window: rolling``): starts nodes in the order of the batches as
+    soon as others finish, never more than ``size`` at once (nodes cordoned before the rollout
+    started, which plan_batches puts first, are down already and do not count), and none once a
+    node failed or the rollout lock was lost; the nodes already started are finished."""
+
+    def __init__(self, size, batches, unavailable):
+        self.size = size
+        self.queue = [n for batch in batches for n in batch]
+        self.down = set(unavailable or ())
+        self.started = []
+        self.stopped = False
+        self.rollout = self.work = self.nodes_by_name = None
+
+    def start(self, rollout, work, nodes_by_name):
+        self.rollout, self.work, self.nodes_by_name = rollout, work, nodes_by_name
+
+    def empty(self):
+        return self.stopped or not self.queue
+
+    def __call__(self, states):
+        """Start the nodes there is room for (their results are added to ``states``); their names."""
+        if any(st['phase'] == 'failed' for st in states.values()):
+            self.stopped = True
+        if self.empty():
+            return []
+        busy = sum(1 for st in states.values() if st['phase'] not in FINAL and st['node'] not in self.down)
+        added = []
+        while self.queue and (busy < self.size or self.queue[0] in self.down):
+            if self.rollout.lock is not None:  # the lease lost: start nothing more
+                self.rollout.lock.ensure()
+            name = self.queue.pop(0)
+            states[name] = self.rollout._state(name, self.work, self.nodes_by_name)
+            self.started.append(name)
+            busy += name not in self.down
+            added.append(name)
+        if added:
+            self.rollout.log('started: %s' % ', '.join(added))
+        return added

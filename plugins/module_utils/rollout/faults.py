@@ -66,6 +66,11 @@ class Outage(object):
                     if key[0] == name:
                         deadline.extend(waited)
 
+    def quiet(self):
+        """No outage is open: the last request answered (or none failed yet)."""
+        with self.lock:
+            return self.since is None
+
     def passed(self):
         with self.lock:
             return self.since is not None and self.clock() - self.since >= self.api_timeout

@@ -4,7 +4,7 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 """The inputs and the result of every module that drives the rollout engine (pure): the shared
 argument spec, assignments resolved to {node: value}, the check that refuses bad input before any
-write, and the module result."""
+write, the module result, and the memo the kinds answer thousands of nodes from (``Memo``)."""
 
 from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
@@ -28,6 +28,41 @@ LEAST_PROGRESS_TIMEOUT = 10  # seconds; the action plugin reads the progress (an
 POLL_INTERVAL = (0.1, 300.0)  # seconds; below it a node costs hundreds of API requests a second
 CONTROL_PLANE_LABELS = ('node-role.kubernetes.io/control-plane', 'node-role.kubernetes.io/master')
 REFUSED = 'nothing was changed; fix these first: '
+
+
+def _fresh(value):
+    """A shallow copy of a remembered dict or list, so a caller may change what it was given."""
+    if isinstance(value, dict):
+        return dict(value)
+    if isinstance(value, list):
+        return list(value)
+    return value
+
+
+class Memo(object):
+    """Answers of pure functions, each computed once per distinct key. A fleet of thousands of nodes
+    shares a handful of (product, GPU count, config, profile, strategy) combinations, so the kinds
+    (mig_kind.py, sharing_kind.py) validate and predict once per combination, not once per node. A
+    ValueError (the pure checks' errors, MigGeometryError among them) is remembered too and raised
+    again, a new one with the same message, each time; dicts and lists are handed out as copies.
+    ``computed`` counts the distinct keys computed."""
+
+    def __init__(self):
+        self.answers = {}
+        self.computed = 0
+
+    def get(self, key, compute, *args):
+        """``compute(*args)``, remembered under ``key`` (which must say everything the answer depends on)."""
+        if key not in self.answers:
+            self.computed += 1
+            try:
+                self.answers[key] = (compute(*args), None)
+            except ValueError as exc:
+                self.answers[key] = (None, exc)
+        value, exc = self.answers[key]
+        if exc is not None:
+            raise type(exc)(*exc.args)
+        return _fresh(value)
 
 
 def refuse(errors):
@@ -233,6 +268,7 @@ def rollout_argument_spec(value_key):
         mig_strategy=dict(type='str', choices=['none', 'single', 'mixed']),
         mig_catalog_overrides=dict(type='dict'),
         max_unavailable=dict(type='raw', default=1),
+        window=dict(type='str', default='batch', choices=['batch', 'rolling']),
         drain=dict(type='bool', default=True),
         pod_selector=dict(type='dict'),
         force=dict(type='bool', default=False),

@@ -24,7 +24,7 @@ from ansible_collections.gpuops.gpu.plugins.module_utils.gpu.products import get
 from ansible_collections.gpuops.gpu.plugins.module_utils.gpu.geometry import MigGeometryError
 from ansible_collections.gpuops.gpu.plugins.module_utils.gpu.mig_configs import config_capacity
 from ansible_collections.gpuops.gpu.plugins.module_utils.gpu.sharing import sharing_strategy
-from ansible_collections.gpuops.gpu.plugins.module_utils.gpu.sharing_render import sharing_capacity
+from ansible_collections.gpuops.gpu.plugins.module_utils.rollout.inputs import Memo
 
 STATE_SUCCESS = 'success'
 STATE_FAILED = 'failed'
@@ -39,6 +39,10 @@ class MigKind(object):
     operator's built-in configs. ``strategy`` is the ClusterPolicy ``mig.strategy``. ``sharing`` is a
     rollout.sharing_kind.SharingKind over the device-plugin ConfigMap the ClusterPolicy names
     (``devicePlugin.config``), or None when it names none (no node is shared).
+
+    ``document`` and ``overrides`` are fixed for the kind's life: the catalog entry of a product and
+    the capacity of a config (which validates the whole document) are computed once per distinct
+    product and (config, product, GPU count, strategy), not once per node (``capacity``).
     """
 
     label = gn.LABEL_MIG_CONFIG
@@ -49,6 +53,18 @@ class MigKind(object):
         self.strategy = strategy
         self.overrides = overrides
         self.sharing = sharing
+        self.memo = Memo()
+
+    # ------------------------------------------------------------------ memoized catalog answers
+    def capacity(self, config_name, product, gpus, strategy):
+        """gpu/mig_configs.py ``config_capacity`` over this kind's document and overrides (a fresh dict),
+        computed once per distinct (config, product, GPU count, strategy); raises its MigGeometryError."""
+        return self.memo.get(('capacity', config_name, product, gpus, strategy), config_capacity, self.document,
+                             config_name, product, gpus, strategy, self.overrides)
+
+    def catalog_entry(self, product):
+        """gpu/products.py ``get_product`` with this kind's overrides, once per product (None: unknown)."""
+        return self.memo.get(('product', product), get_product, product, self.overrides)
 
     # ------------------------------------------------------------------ node facts
     @staticmethod
@@ -74,8 +90,7 @@ class MigKind(object):
         if '-MIG-' not in product_label or not current:
             return count
         try:
-            per_gpu = sum(config_capacity(self.document, current, self.product(node), 1, 'mixed',
-                                          self.overrides).values())
+            per_gpu = sum(self.capacity(current, self.product(node), 1, 'mixed').values())
         except MigGeometryError:
             return None
         return count // per_gpu if per_gpu else None
@@ -88,7 +103,7 @@ class MigKind(object):
         if not product:
             return ["node %s has no %s label: GPU feature discovery has not labelled it yet (is the GPU operator "
                     "ready on it?)" % (name, gn.LABEL_PRODUCT)]
-        entry = get_product(product, self.overrides)
+        entry = self.catalog_entry(product)
         if entry is None:
             return ["node %s: GPU product '%s' is not in the MIG catalog; describe it with mig_catalog_overrides"
                     % (name, product)]
@@ -98,7 +113,7 @@ class MigKind(object):
         if not gpus:
             return ["node %s: cannot tell how many GPUs it has (label %s)" % (name, gn.LABEL_COUNT)]
         try:
-            config_capacity(self.document, value, product, gpus, self.strategy, self.overrides)
+            self.capacity(value, product, gpus, self.strategy)
         except MigGeometryError as exc:
             return ["node %s (%d x %s, mig strategy %s): %s" % (name, gpus, product, self.strategy, exc)]
         return self.sharing_errors(node, value, gpus)
@@ -115,7 +130,7 @@ class MigKind(object):
 
     def enables_mig(self, node, value, gpus):
         """``value`` leaves MIG enabled on some GPU of the node (fewer full GPUs than GPUs with strategy mixed)."""
-        full = config_capacity(self.document, value, self.product(node), gpus, 'mixed', self.overrides)
+        full = self.capacity(value, self.product(node), gpus, 'mixed')
         return full.get(gn.GPU_RESOURCE, 0) < gpus
 
     def sharing_errors(self, node, value, gpus):
@@ -176,11 +191,10 @@ class MigKind(object):
 
     def expected_allocatable(self, node, value):
         """The MIG devices of ``value`` as the node's sharing profile advertises them."""
-        devices = config_capacity(self.document, value, self.product(node), self.physical_gpus(node), self.strategy,
-                                  self.overrides)
-        config = self.sharing_profile(node)[1]
+        devices = self.capacity(value, self.product(node), self.physical_gpus(node), self.strategy)
+        key, config = self.sharing_profile(node)
         if not config:
             return devices
         mig = dict((k, v) for k, v in devices.items() if k != gn.GPU_RESOURCE)
-        return sharing_capacity(config, gpus=devices.get(gn.GPU_RESOURCE, 0), strategy=self.strategy,
-                                mig_resources=mig if self.strategy == 'mixed' else None)
+        return self.sharing.profile_capacity(key, devices.get(gn.GPU_RESOURCE, 0), self.strategy,
+                                             mig if self.strategy == 'mixed' else None)

@@ -182,9 +182,9 @@ def _skip_unlabelled(kind, nodes, assignments):
         del assignments[name]
 
 
-def _errors(kind, nodes, assignments, config_map, allow_vgpu=False):
+def _errors(kind, nodes, assignments, config_map, todo, allow_vgpu=False):
     """Why the assignments cannot be applied, including nodes left by a killed run or labelled
-    with a profile the ConfigMap no longer has."""
+    with a profile the ConfigMap no longer has; ``todo``: the assigned nodes not at their target."""
     errors = []
     if config_map and kind.default_key and kind.default_key not in kind.configs:
         errors.append("the default profile '%s' is not a key of the device-plugin ConfigMap %s (profiles: %s): every "
@@ -194,7 +194,6 @@ def _errors(kind, nodes, assignments, config_map, allow_vgpu=False):
     for name in sorted(n for n in assignments if gn.is_gpu_node(nodes[n])):
         errors.extend(kind.validate(nodes[name], assignments[name]))
     errors.extend(held_elsewhere(kind, nodes, assignments))
-    todo = [n for n in assignments if not kind.at_target(nodes[n], assignments[n])]
     if not allow_vgpu:
         errors.extend(gn.vgpu_errors(nodes, todo, 'GPU sharing'))
     errors.extend(not_ready_errors(nodes, todo))
@@ -211,8 +210,8 @@ def _errors(kind, nodes, assignments, config_map, allow_vgpu=False):
     return errors
 
 
-def _diff(kind, nodes, assignments):
-    todo = [n for n in sorted(assignments) if not kind.at_target(nodes[n], assignments[n])]
+def _diff(kind, nodes, assignments, todo):
+    todo = sorted(todo)
     return {
         'before': dict((n, {kind.label: kind.labels(nodes[n]).get(kind.label),
                             'allocatable': gn.gpu_resources((nodes[n].get('status') or {}).get('allocatable'))})
@@ -235,11 +234,12 @@ def run(conn, params, check_mode, log=None):
     if not check_mode:
         nodes = wait_for_strategy(rollout, kind, nodes, assignments, params)
     _skip_unlabelled(kind, nodes, assignments)
-    check_inputs(errors + _errors(kind, nodes, assignments, config_map, params.get('allow_vgpu_nodes')), params,
-                 len(assignments))
+    todo = [n for n in assignments if not kind.at_target(nodes[n], assignments[n])]
+    check_inputs(errors + _errors(kind, nodes, assignments, config_map, todo, params.get('allow_vgpu_nodes')),
+                 params, len(assignments))
     refuse(plan_errors(rollout, assignments, nodes))
 
-    diff = _diff(kind, nodes, assignments)
+    diff = _diff(kind, nodes, assignments, todo)
     result = rollout.run(assignments, nodes)
     result['diff'] = diff
     return finish_result(

@@ -34,6 +34,7 @@ from ansible_collections.gpuops.gpu.plugins.module_utils.gpu import sharing as s
 from ansible_collections.gpuops.gpu.plugins.module_utils.gpu.sharing_checks import sharing_config_errors
 from ansible_collections.gpuops.gpu.plugins.module_utils.gpu.sharing_render import expected_labels, sharing_capacity
 from ansible_collections.gpuops.gpu.plugins.module_utils.gpu.products import get_product
+from ansible_collections.gpuops.gpu.plugins.module_utils.rollout.inputs import Memo
 
 NONE = 'none'
 DEFAULT = 'default'
@@ -75,6 +76,10 @@ class SharingKind(object):
     ``default_key``: ClusterPolicy ``devicePlugin.config.default`` ('' when unset);
     ``mig_strategy``: ClusterPolicy ``mig.strategy``; ``configured``: a ConfigMap is named at all;
     ``unshared_key``: the profile set for ``none`` when the default shares GPUs.
+
+    The profiles and the overrides are fixed for the kind's life: a profile's checks, content hash,
+    GFD labels and capacity are computed once per distinct (profile, product, GPU count, strategy)
+    through ``memo`` (rollout/inputs.py ``Memo``), not once per node.
     """
 
     label = gn.LABEL_DP_CONFIG
@@ -95,6 +100,7 @@ class SharingKind(object):
         self.warnings = []
         self.strict_strategy = True  # False: a node still on another MIG strategy is a warning (plans)
         self._physical = {}
+        self.memo = Memo()
 
     # ------------------------------------------------------------------ profiles
     @staticmethod
@@ -143,14 +149,24 @@ class SharingKind(object):
 
     def target_hash(self, node, value):
         key = self.target_key(node, value)
-        return content_hash(self.texts.get(key)) if key else ''
+        return self.memo.get(('hash', key), content_hash, self.texts.get(key)) if key else ''
+
+    def profile_capacity(self, key, gpus, strategy, mig_resources=None):
+        """gpu/sharing_render.py ``sharing_capacity`` of profile ``key``, once per distinct input."""
+        mig = None if mig_resources is None else tuple(sorted(mig_resources.items()))
+        return self.memo.get(('capacity', key, gpus, strategy, mig), self._capacity, key, gpus, strategy,
+                             mig_resources)
+
+    def _capacity(self, key, gpus, strategy, mig_resources):
+        return sharing_capacity(self.config(key) or {}, gpus=gpus, strategy=strategy, mig_resources=mig_resources)
 
     # ------------------------------------------------------------------ node facts
     def product(self, node):
         return gn.base_product(self.labels(node).get(gn.LABEL_PRODUCT))
 
     def compute_capability(self, node):
-        entry = get_product(self.product(node), self.overrides) if self.product(node) else None
+        product = self.product(node)
+        entry = self.memo.get(('product', product), get_product, product, self.overrides) if product else None
         if entry and entry.get('compute_capability'):
             return entry['compute_capability']
         labels = self.labels(node)
@@ -239,15 +255,17 @@ class SharingKind(object):
             return errors + ["node %s: profile '%s' is not valid YAML" % (name, key)]
         where = "node %s (%s, MIG strategy %s), profile '%s'" % (
             name, self.product(node), self.mig_strategy, key or '<none>')
-        errors.extend('%s: %s' % (where, e)
-                      for e in sharing_config_errors(config, self.mig_strategy, self.compute_capability(node)))
+        capability = self.compute_capability(node)
+        errors.extend('%s: %s' % (where, e) for e in self.memo.get(
+            ('errors', key, self.mig_strategy, capability), sharing_config_errors, config, self.mig_strategy,
+            capability))
         if sc.sharing_strategy(config) == 'mps' and self.mig_enabled(node):
             errors.append('%s: MPS cannot share a node with MIG enabled (the device plugin fails with "sharing using '
                           'MPS is not supported for MIG devices"); disable MIG on it or use time-slicing' % where)
         if errors:
             return errors
         gpus, mig = self.physical(node)
-        for resource in sorted(sc.replicas_by_resource(config)):
+        for resource in sorted(self.memo.get(('replicas', key), sc.replicas_by_resource, config)):
             has = gpus if resource == gn.GPU_RESOURCE else mig.get(resource, 0)
             if not has:
                 self.warnings.append("%s shares %s, which the node does not advertise: nothing is shared there"
@@ -280,17 +298,22 @@ class SharingKind(object):
 
     def expected_labels(self, node, value):
         """GFD's replicas and sharing-strategy labels for each shared-or-not resource of the node."""
-        config = self.config(self.target_key(node, value)) or {}
+        key = self.target_key(node, value)
         gpus, mig = self.physical(node)
         product = self.product(node) or 'unknown'
         out = {}
         resources = ([gn.GPU_RESOURCE] if gpus else []) + sorted(mig)
         for resource in resources:
             count = gpus if resource == gn.GPU_RESOURCE else mig[resource]
-            labels = expected_labels(config, product, count, resource=resource, mig_strategy=self.mig_strategy)
+            labels = self.memo.get(('labels', key, product, count, resource, self.mig_strategy), self._labels, key,
+                                   product, count, resource)
             for suffix in ('.replicas', '.sharing-strategy'):
                 out[resource + suffix] = labels[resource + suffix]
         return out
+
+    def _labels(self, key, product, count, resource):
+        return expected_labels(self.config(key) or {}, product, count, resource=resource,
+                               mig_strategy=self.mig_strategy)
 
     def progress(self, node, value):
         """('done'|'wait'|'failed', detail) for a node whose label was set for ``value``."""
@@ -305,10 +328,9 @@ class SharingKind(object):
         return 'done', ', '.join('%s=%s' % kv for kv in sorted(expected.items())) or 'no GPU resources'
 
     def expected_allocatable(self, node, value):
-        config = self.config(self.target_key(node, value)) or {}
         gpus, mig = self.physical(node)
-        return sharing_capacity(config, gpus=gpus, strategy=self.mig_strategy,
-                                mig_resources=mig if self.mig_strategy == 'mixed' else None)
+        return self.profile_capacity(self.target_key(node, value), gpus, self.mig_strategy,
+                                     mig if self.mig_strategy == 'mixed' else None)
 
     def at_target(self, node, value):
         if self.needs_label(node, value) or self.restart(node, value) is not None:

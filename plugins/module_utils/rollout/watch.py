@@ -2,8 +2,9 @@
 # Copyright: (c) 2026, gpuops.gpu contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""The node watch of a rollout: a latency aid that wakes the rollout loop as soon as a node it
-follows changes.
+"""The node watch of a rollout: it wakes the rollout loop as soon as a node it follows changes, and
+hands every copy it sees to the rollout's node cache (rollout.api.RolloutApi.offer), so the loop
+acts on the change without reading the node again.
 
 The watch is a raw (``_preload_content=False``) streamed node list: each line is decoded with
 ``json.loads`` into a plain dict, without building client model objects, which is what makes a
@@ -38,14 +39,17 @@ class NodeWatch(object):
 
     ``follow(names)`` sets the nodes of interest, ``take()`` returns those changed since the last
     call, ``wait(timeout)`` returns early when one changed (the rollout's k8s.waiter.Waiter wakes
-    on it); ``woken`` is the event it sets (the rollout's, shared with its workers). Every decision
-    still reads the node with a GET: if the watch ends or fails, the rollout simply keeps polling
-    every poll_interval. The watch request's read timeout is WATCH_SECONDS + WATCH_READ_SLACK, so a
-    hung apiserver ends it too.
+    on it); ``woken`` is the event it sets (the rollout's, shared with its workers). ``cache``
+    (offer(node), forget(name)) receives every node copy and deletion seen. ``alive`` is False
+    once the watch ended for good (an ERROR event such as 410 Gone, a failed request): the rollout
+    then reads each node with a GET again, polling every poll_interval. The watch request's read
+    timeout is WATCH_SECONDS + WATCH_READ_SLACK, so a hung apiserver ends it too.
     """
 
-    def __init__(self, conn, resource_version, woken=None):
+    def __init__(self, conn, resource_version, woken=None, cache=None):
         self.conn = conn
+        self.cache = cache
+        self.alive = True
         self.version = resource_version
         self.names = frozenset()
         self.changed = set()
@@ -73,6 +77,12 @@ class NodeWatch(object):
         self.woken.wait(timeout)
 
     def _run(self):
+        try:
+            self._follow()
+        finally:
+            self.alive = False
+
+    def _follow(self):
         while not self.stopped:
             try:
                 self.resp = self.conn.request(self.conn.core.list_node, watch=True, resource_version=self.version,
@@ -81,7 +91,7 @@ class NodeWatch(object):
                 for event in watch_events(self.resp):
                     if self.stopped or event.get('type') == 'ERROR':  # e.g. 410 Gone: polling goes on alone
                         return
-                    self._seen((event.get('object') or {}).get('metadata') or {})
+                    self._seen(event.get('type'), event.get('object') or {})
             except Exception:  # API restarting, connection closed by stop(): polling goes on
                 return
 
@@ -89,8 +99,13 @@ class NodeWatch(object):
         connect = (getattr(self.conn, 'timeout', None) or (5, None))[0]
         return (connect, WATCH_SECONDS + WATCH_READ_SLACK)
 
-    def _seen(self, meta):
+    def _seen(self, kind, obj):
+        meta = obj.get('metadata') or {}
         self.version = meta.get('resourceVersion') or self.version
+        if self.cache is not None and kind in ('ADDED', 'MODIFIED'):
+            self.cache.offer(obj)
+        elif self.cache is not None and kind == 'DELETED':
+            self.cache.forget(meta.get('name'))
         with self.lock:
             if meta.get('name') in self.names:
                 self.changed.add(meta['name'])

@@ -15,6 +15,22 @@ from .common import HERE, REPO, log
 from .processes import start_process
 
 ALWAYS_ALLOW = "--authorization-always-allow-paths=/healthz,/readyz,/livez,/metrics"
+LEASE_SECONDS = 40         # node lease duration; kwok renews every quarter of it (10 s)
+LEASE_NODES = 1000         # nodes per LEASE_SECONDS: past them the lease grows (see lease_seconds)
+
+
+def lease_seconds(cfg: dict) -> int:
+    """Node lease duration for the config's node count: 40 s up to 1000 nodes, 40 s more per further
+    1000. kwok renews every lease each quarter of its duration, so 5000 nodes at 40 s would be 500 lease
+    writes a second, more than kwok and the apiserver keep up with on 2 cores: leases went stale and
+    nodes flapped to NotReady (NodeStatusUnknown) before `up` saw them all Ready."""
+    nodes = sum(int(group.get("count", 0) or 0) for group in cfg.get("node_groups") or [])
+    return LEASE_SECONDS * max(1, -(-nodes // LEASE_NODES))
+
+
+def grace_seconds(cfg: dict) -> int:
+    """kube-controller-manager's node monitor grace period: 60 s, or the lease plus 20 s when larger."""
+    return max(60, lease_seconds(cfg) + 20)
 
 
 def etcd(up) -> list:
@@ -62,7 +78,7 @@ def kube_controller_manager(up) -> list:
         "--kube-api-qps=5000", "--kube-api-burst=10000",
         "--concurrent-daemonset-syncs=8", "--concurrent-deployment-syncs=8",
         "--concurrent-replicaset-syncs=8", "--concurrent-gc-syncs=40",
-        "--node-monitor-grace-period=60s", "--v=1",
+        f"--node-monitor-grace-period={grace_seconds(up.cfg)}s", "--v=1",
     ]
 
 
@@ -101,7 +117,7 @@ def kwok(up) -> list:
         "--manage-all-nodes=false", f"--manage-nodes-with-annotation-selector={ANN_KWOK}=fake",
         "--node-ip=127.0.0.1", f"--node-port={up.ports['kwok_node']}",
         f"--server-address=127.0.0.1:{up.ports['kwok']}", "--cidr=10.128.0.0/14",
-        "--node-lease-duration-seconds=40", "--enable-crds=Stage",
+        f"--node-lease-duration-seconds={lease_seconds(up.cfg)}", "--enable-crds=Stage",
     ]
 
 

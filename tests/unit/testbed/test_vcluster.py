@@ -6,7 +6,7 @@ import pytest
 import urllib3
 from gpusim import contract as C
 from gpusim import kube
-from vcluster import cli, config
+from vcluster import cli, components, config
 from vcluster.assets import resource_of
 
 NO_ARGS = argparse.Namespace(nodes=None)
@@ -111,3 +111,10 @@ def test_transient_failures_are_sent_again_up_to_retries(monkeypatch):
     client.retries, answers[:] = 3, [kube.ApiError(409, "Conflict"), {}]
     with pytest.raises(kube.ApiError, match="Conflict"):  # not transient: raised at once
         client._call("GET", "/api/v1/nodes")
+
+
+@pytest.mark.parametrize("counts, lease, grace", [
+    ([2, 3], 40, 60), ([1000], 40, 60), ([1001], 80, 100), ([4000, 1000], 200, 220)])
+def test_node_leases_grow_past_1000_nodes(counts, lease, grace):
+    cfg = {"node_groups": [{"name": "g%d" % i, "count": c} for i, c in enumerate(counts)]}
+    assert components.lease_seconds(cfg) == lease and components.grace_seconds(cfg) == grace

@@ -60,6 +60,24 @@ def test_decode():
     assert client.decode(b'{"a": 1}') == {'a': 1} and client.decode('') == {}
 
 
+def test_decode_pauses_the_garbage_collector_and_leaves_it_as_it_was(monkeypatch):
+    import gc
+    seen, real = [], json.loads
+    monkeypatch.setattr(client.json, 'loads', lambda text: seen.append(gc.isenabled()) or real(text))
+    assert gc.isenabled()
+    assert client.decode(b'{"a": 1}') == {'a': 1} and seen == [False] and gc.isenabled()
+    gc.disable()
+    try:
+        client.decode(b'{}')
+        assert not gc.isenabled()  # paused by someone else: left paused
+    finally:
+        gc.enable()
+    monkeypatch.setattr(client.json, 'loads', lambda text: real('{'))
+    with pytest.raises(ValueError):
+        client.decode(b'{')
+    assert gc.isenabled()
+
+
 def test_counter_is_thread_safe_and_shared_by_copies():
     core = Core()
     conn = client.Connection(core=core)
@@ -206,3 +224,11 @@ def test_a_hung_apiserver_costs_one_read_timeout(tmp_path):
         assert time.monotonic() - started < 1.4  # not 4 x 0.5 s (urllib3's default 3 retries)
     finally:
         server.close()
+
+
+def test_a_large_answer_is_frozen_a_small_one_is_not(monkeypatch):
+    frozen = []
+    monkeypatch.setattr(client.gc, 'freeze', lambda: frozen.append(1))
+    assert client.decode(b'{"a": 1}') == {'a': 1} and frozen == []
+    big = json.dumps({'items': ['x' * 100] * (client.FREEZE_BYTES // 100)}).encode()
+    assert len(client.decode(big)['items']) == client.FREEZE_BYTES // 100 and frozen == [1]

@@ -176,3 +176,53 @@ def test_a_forbidden_write_fails_the_node():
     _conn, engine, nodes = rollout(api)
     with pytest.raises(RolloutFailed, match=r'node n1: patch node failed: HTTP 403 Forbidden \(during cordon\)'):
         engine.run({'n1': 'v2'}, nodes)
+
+
+class _Counting(FakeApi):
+    """Records how many nodes this rollout has cordoned at each moment, and the order nodes are cordoned in."""
+
+    def __init__(self, *args, **kwargs):
+        FakeApi.__init__(self, *args, **kwargs)
+        self.most_down = 0
+        self.cordoned = []
+
+    def patch_node(self, name, body, **kwargs):
+        resp = FakeApi.patch_node(self, name, body, **kwargs)
+        if (body.get('spec') or {}).get('unschedulable') is True:
+            self.cordoned.append(name)
+        self.most_down = max(self.most_down, sum(1 for n in self.nodes.values() if n['spec'].get('unschedulable')))
+        return resp
+
+
+def test_rolling_window_changes_every_node_never_more_than_max_unavailable_at_once():
+    api = _Counting([node('n%d' % i) for i in range(1, 8)])
+    conn, engine, nodes = rollout(api, max_unavailable=2, window='rolling')
+    result = engine.run(dict(('n%d' % i, 'v2') for i in range(1, 8)), nodes)
+    assert result['window'] == 2 and result['batches'] == [['n1', 'n2'], ['n3', 'n4'], ['n5', 'n6'], ['n7']]
+    assert [s['node'] for s in result['nodes']] == ['n%d' % i for i in range(1, 8)]
+    assert all(s['phase'] == 'done' for s in result['nodes']) and result['changed'] is True
+    assert api.cordoned == ['n%d' % i for i in range(1, 8)] and api.most_down == 2
+    assert all(not n['spec'].get('unschedulable') and n['metadata']['labels'][LABEL] == 'v2'
+               for n in api.nodes.values())
+
+
+def test_rolling_window_starts_no_node_after_a_failure_and_finishes_those_started():
+    api = _Counting([node('n1'), node('n2'), node('n3'), node('n4')], pods=[gpu_pod('guarded', 'n1')],
+                    blocked=['guarded'])
+    _conn, engine, nodes = rollout(api, max_unavailable=2, window='rolling', drain_timeout=0)
+    with pytest.raises(RolloutFailed, match=r'No node was started after the failure') as info:
+        engine.run({'n1': 'v2', 'n2': 'v2', 'n3': 'v2', 'n4': 'v2'}, nodes)
+    result = info.value.result
+    assert [(s['node'], s['phase']) for s in result['nodes']] == [('n1', 'failed'), ('n2', 'done')]
+    assert result['untouched'] == ['n3', 'n4'] and api.cordoned == ['n1', 'n2']
+    assert api.nodes['n1']['spec']['unschedulable'] is True and api.nodes['n3']['spec'] == {}
+
+
+def test_rolling_window_counts_nodes_already_cordoned_as_down():
+    api = _Counting([node('n1', unschedulable=True), node('n2'), node('n3'),
+                     node('x', labels={LABEL: 'v1'}, unschedulable=True)])
+    _conn, engine, nodes = rollout(api, max_unavailable=2, window='rolling')
+    result = engine.run({'n1': 'v2', 'n2': 'v2', 'n3': 'v2', 'x': 'v1'}, nodes)
+    # x (cordoned, not changing) uses one of the two: one node at a time; n1 was down already and goes first
+    assert result['window'] == 1 and [s['node'] for s in result['nodes']] == ['n1', 'n2', 'n3']
+    assert api.most_down == 3 and api.nodes['n1']['spec']['unschedulable'] is True

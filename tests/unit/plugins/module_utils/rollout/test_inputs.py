@@ -246,3 +246,42 @@ class TestModulesRefuseBeforeReading(object):
         msg = self.run(self.conn(nodes), assignments=[{'nodes': ['t4-0', 'cp-0'], 'profile': 'ts-4'}])
         assert 'node cp-0 is a control-plane node (label node-role.kubernetes.io/master)' in msg
         assert 'node t4-0 is NotReady (Ready=Unknown: NodeStatusUnknown)' in msg
+
+
+class TestMemo(object):
+    def test_computed_once_per_distinct_key(self):
+        memo, calls = inputs.Memo(), []
+
+        def square(x):
+            calls.append(x)
+            return {'x': x * x}
+        assert [memo.get(('sq', x), square, x)['x'] for x in (2, 3, 2, 2, 3)] == [4, 9, 4, 4, 9]
+        assert calls == [2, 3] and memo.computed == 2
+
+    def test_a_value_error_is_remembered_and_raised_again_each_time(self):
+        memo, calls = inputs.Memo(), []
+
+        def bad():
+            calls.append(1)
+            raise ValueError('no such config')
+        for _i in range(3):
+            with pytest.raises(ValueError, match='no such config'):
+                memo.get('k', bad)
+        assert calls == [1]
+
+    def test_other_errors_are_not_remembered(self):
+        memo, calls = inputs.Memo(), []
+
+        def broken():
+            calls.append(1)
+            raise KeyError('x')
+        for _i in range(2):
+            with pytest.raises(KeyError):
+                memo.get('k', broken)
+        assert calls == [1, 1]
+
+    def test_callers_get_copies(self):
+        memo = inputs.Memo()
+        memo.get('d', dict, {'a': 1})['a'] = 2
+        memo.get('l', list, [1]).append(2)
+        assert memo.get('d', dict, {}) == {'a': 1} and memo.get('l', list, []) == [1]

@@ -107,3 +107,51 @@ class TestExpected(object):
 
     def test_disabled_is_full_gpus(self):
         assert MigKind(DOC, 'mixed').expected_allocatable(node(count='8'), 'all-disabled') == {'nvidia.com/gpu': 8}
+
+
+class TestOncePerDistinctKey(object):
+    """A fleet shares a few (product, config, GPU count, strategy) combinations: the kind validates and
+    predicts once per combination, and every node still gets its own answer (its name in the message)."""
+
+    @pytest.fixture
+    def calls(self, monkeypatch):
+        from ansible_collections.gpuops.gpu.plugins.module_utils.rollout import mig_kind
+        seen = []
+
+        def counting(*args):
+            seen.append(args[1:5])
+            return real(*args)
+        real = mig_kind.config_capacity
+        monkeypatch.setattr(mig_kind, 'config_capacity', counting)
+        return seen
+
+    def test_two_nodes_with_the_same_product_and_config_validate_once(self, calls):
+        kind = MigKind(DOC, 'mixed')
+        assert kind.validate(node('a'), 'balanced') == [] and kind.validate(node('b'), 'balanced') == []
+        assert calls == [('balanced', 'NVIDIA-A100-SXM4-40GB', 8, 'mixed')]
+        assert kind.memo.computed == 2  # the capacity and the catalog entry
+
+    def test_another_config_count_or_strategy_is_computed_again(self, calls):
+        kind = MigKind(DOC, 'mixed')
+        kind.validate(node('a'), 'balanced')
+        kind.validate(node('b', count='4'), 'balanced')
+        kind.validate(node('c'), 'seven')
+        kind.strategy = 'single'
+        kind.validate(node('d'), 'seven')
+        assert calls == [('balanced', 'NVIDIA-A100-SXM4-40GB', 8, 'mixed'), ('balanced', 'NVIDIA-A100-SXM4-40GB', 4, 'mixed'),
+                         ('seven', 'NVIDIA-A100-SXM4-40GB', 8, 'mixed'), ('seven', 'NVIDIA-A100-SXM4-40GB', 8, 'single')]
+
+    def test_a_remembered_error_names_each_node(self, calls):
+        kind = MigKind(DOC, 'mixed')
+        first, second = kind.validate(node('a'), 'too-big'), kind.validate(node('b'), 'too-big')
+        assert len(calls) == 1
+        assert first == MigKind(DOC, 'mixed').validate(node('a'), 'too-big')
+        assert second == [first[0].replace('node a ', 'node b ', 1)] and 'node b ' in second[0]
+
+    def test_answers_are_unchanged_and_not_shared(self):
+        kind = MigKind(DOC, 'mixed')
+        first = kind.expected_allocatable(node('a', count='2'), 'balanced')
+        first['nvidia.com/mig-1g.5gb'] = 99  # a caller changing its answer changes nobody else's
+        assert kind.expected_allocatable(node('b', count='2'), 'balanced') == \
+            MigKind(DOC, 'mixed').expected_allocatable(node('b', count='2'), 'balanced') == {
+                'nvidia.com/mig-1g.5gb': 4, 'nvidia.com/mig-2g.10gb': 2, 'nvidia.com/mig-3g.20gb': 2}

@@ -403,3 +403,40 @@ def test_default_skips_nodes_gfd_has_not_labelled():
     res = run_check([{'label_selector': 'nvidia.com/gpu.present=true', 'profile': 'default'}],
                     FakeConn(nodes, policy(default='ts-4'), render_profiles(PROFILES)))
     assert 'new-0' not in res['assignments'] and any('new-0' in w for w in res['warnings'])
+
+
+class TestOncePerDistinctKey(object):
+    """Thousands of nodes share a few (profile, product, GPU count, strategy) combinations: the profile
+    is checked and its labels and capacity predicted once per combination, with unchanged answers."""
+
+    def test_two_nodes_with_the_same_profile_are_checked_once(self, monkeypatch):
+        from ansible_collections.gpuops.gpu.plugins.module_utils.rollout import sharing_kind
+        calls = []
+        real = sharing_kind.sharing_config_errors
+        monkeypatch.setattr(sharing_kind, 'sharing_config_errors', lambda *a: calls.append(a[1:]) or real(*a))
+        k = kind()
+        assert k.validate(node('t4-0'), 'ts-4') == [] and k.validate(node('t4-1'), 'ts-4') == []
+        assert calls == [('single', '7.5')]
+        k.validate(node('t4-2'), 'ts-10')
+        assert len(calls) == 2
+
+    def test_answers_are_the_uncached_ones(self):
+        k, fresh = kind(), kind()
+        nodes = [node('t4-%d' % i, label='ts-4', replicas='4', strategy='time-slicing',
+                      extra={'nvidia.com/gpu.product': 'Tesla-T4-SHARED'}, allocatable={'nvidia.com/gpu': '4'},
+                      ann={ANN_HASH: content_hash(k.texts['ts-4'])}) for i in range(3)]
+        for n in nodes:
+            assert k.at_target(n, 'ts-4') is True
+            assert k.expected_allocatable(n, 'ts-4') == {'nvidia.com/gpu': 4}
+            assert k.expected_labels(n, 'ts-10') == kind().expected_labels(n, 'ts-10')
+            assert k.restart(n, 'ts-10') == kind().restart(n, 'ts-10')
+        assert fresh.at_target(nodes[0], 'ts-4') is True
+        assert k.memo.computed < 3 * 4  # a handful of distinct answers for the three nodes
+
+    def test_a_remembered_error_is_raised_again(self):
+        k = kind(profiles={'bad': {'sharing': {'timeSlicing': {'resources': [{'name': 'nvidia.com/gpu',
+                                                                              'replicas': 0}]}}}})
+        for _i in range(2):
+            with pytest.raises(ValueError) as exc:
+                k.expected_allocatable(node(label='bad'), 'bad')
+            assert 'replicas' in str(exc.value)

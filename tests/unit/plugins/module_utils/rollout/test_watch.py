@@ -72,3 +72,37 @@ def test_followed_nodes_wake_the_loop_and_the_watch_resumes_from_the_last_versio
     assert core.calls[0]['resource_version'] == '4' and core.calls[0]['watch'] is True
     assert core.calls[1]['resource_version'] == '7' and conn.requests == 2
     watch.stop()
+
+
+def _copy(name, version, **labels):
+    return {'metadata': {'name': name, 'resourceVersion': version, 'labels': labels}}
+
+
+def test_the_node_cache_keeps_the_newest_copy_of_followed_nodes_only():
+    from ansible_collections.gpuops.gpu.plugins.module_utils.rollout.api import RolloutApi
+    api = RolloutApi(None)
+    api.follow([_copy('n1', '10', step='listed')])
+    api.offer(_copy('n1', '12', step='patched'))
+    api.offer(_copy('n1', '11', step='a late watch event'))   # older than the patch's answer: ignored
+    api.offer(_copy('n2', '20'))                              # not followed: not kept
+    assert api.newest('n1')['metadata']['labels'] == {'step': 'patched'} and api.newest('n2') is None
+    api.offer(_copy('n1', '13', step='watched'))
+    assert api.newest('n1')['metadata']['labels'] == {'step': 'watched'}
+    api.forget('n1')                                          # deleted: the next read asks the API
+    assert api.newest('n1') is None
+    api.follow([_copy('n3', 'not-a-number')])                 # an opaque version is never trusted
+    assert api.newest('n3') is None
+
+
+def test_watch_events_feed_the_cache_and_an_ended_watch_is_not_alive():
+    from ansible_collections.gpuops.gpu.plugins.module_utils.rollout.api import RolloutApi
+    body = [(json.dumps({'type': 'MODIFIED', 'object': _copy('n1', '6', state='success')}) + '\n').encode(),
+            (json.dumps({'type': 'DELETED', 'object': _copy('n2', '7')}) + '\n').encode()]
+    core = _Core(body)
+    api = RolloutApi(Connection(core=core))
+    api.follow([_copy('n1', '4', state='pending'), _copy('n2', '4')])
+    watch = NodeWatch(api.conn, '4', cache=api)
+    watch.thread.join(5)
+    assert api.newest('n1')['metadata']['labels'] == {'state': 'success'} and api.newest('n2') is None
+    assert watch.alive is False  # the second watch request failed: the rollout reads nodes with GETs again
+    watch.stop()
