@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Fleet scale benchmark on the virtual GPU cluster (issue 14, docs/performance.md "Fleet scale"):
+"""Fleet scale benchmark on the virtual GPU cluster (docs/performance.md "Fleet scale"):
 
   1. `testbed up` of N GPU nodes (A100 x 8, already at MIG config all-1g.5gb and device-plugin profile
      ts-2 through their node-group labels, as a converged fleet is): up time, then the resident memory

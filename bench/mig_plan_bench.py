@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""MIG demand planner benchmark (issue 13, docs/performance.md#mig-demand-planner): planning time of
+"""MIG demand planner benchmark (docs/performance.md#mig-demand-planner): planning time of
 gpuops.gpu.mig_plan (plugins/module_utils/plans/mig_demand.py) on generated pools of 100, 1000 and 5000
 nodes, 3 GPU products, 5 demanded resources. Pure: no cluster, one process, one thread.
 

@@ -83,16 +83,21 @@ options:
   lock_timeout:
     description:
       - Seconds to wait for the rollout lock when another run holds it. The lock is the Lease C(gpuops-gpu-rollout)
-        in the GPU operator namespace; a rollout takes it only when it has nodes to change (check mode reports
-        it as RV(lock) without taking it) and releases it at the end, also on failure.
+        in the GPU operator's namespace as the operator reports it (ClusterPolicy C(status.namespace); without one,
+        O(operator_namespace)); a rollout takes it only when it has nodes to change (check mode reports it as
+        RV(lock) without taking it) and releases it at the end, also on failure.
       - C(0) fails at once, naming who holds the lock, for what, on which nodes and since when; nothing is written.
     type: int
     default: 0
   lock_duration:
     description:
-      - Seconds the rollout lock's lease stays valid without renewal; the rollout renews it every third of that
+      - Seconds the rollout lock's lease stays valid without renewal; the rollout renews it every quarter of that
         while it runs. A killed run's lease is taken over by the next run after this time, with a warning.
         At least 10.
+      - Every node patch, eviction and pod deletion is fenced - when the last renewal is older than a third of
+        this, the lease is renewed first, and once another run took it over (this run was frozen or cut off from
+        the API past its lease) the rollout stops before that write, failing with "no longer held by this run";
+        its nodes keep their resume annotations.
     type: int
     default: 120
   lock_holder:
@@ -102,7 +107,9 @@ options:
         It fails at once when the holder does not hold the lock.
     type: str
   lock_namespace:
-    description: Namespace of the rollout lock's lease, if not O(operator_namespace).
+    description:
+      - Namespace of the rollout lock's lease, whatever the ClusterPolicy says (see O(lock_timeout)). Every run that
+        must be kept apart from this one has to use the same; the roles pass on the namespace of the lock they took.
     type: str
   progress_file:
     description:

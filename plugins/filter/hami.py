@@ -4,8 +4,8 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 """Filters for installing and removing HAMi (gpuops.gpu.hami, and gpuops.gpu.reset for removal).
 
-Thin wrapper: the logic lives in module_utils.plans.hami. Documentation is in hami_install_plan.yml,
-hami_removal_plan.yml and hami_releases.yml.
+Thin wrapper: the logic lives in module_utils.plans.hami. Documentation is in hami_install_plan.yml and
+hami_removal_plan.yml.
 """
 
 from __future__ import (absolute_import, division, print_function)
@@ -23,25 +23,21 @@ def hami_install_plan(config, cluster):
     return hami_plan.install_plan(config, cluster)
 
 
-def hami_removal_plan(nodes, policies, pods, namespace, release, node_label, policy_name='',
-                      restore_device_plugin=True, with_pods=False):
-    """Nodes to unlabel, the ClusterPolicy patch, pods in the way and errors, before any write."""
+def hami_removal_plan(nodes, policies, pods, namespace, release, node_label, release_info=None, selected=None,
+                      policy_name='', restore_device_plugin=True, with_pods=False):
+    """Nodes to unlabel (from the release's record), the ClusterPolicy patch, pods in the way and errors."""
     if not isinstance(nodes, list) or not isinstance(policies, list) or not isinstance(pods, list):
         raise AnsibleFilterError('hami_removal_plan: expects the lists of Node, ClusterPolicy and Pod objects')
-    return hami_plan.removal_plan(nodes, policies, pods, namespace, release, node_label, policy_name=policy_name,
+    if not isinstance(release_info or {}, dict) or not isinstance(selected or [], list):
+        raise AnsibleFilterError('hami_removal_plan: release_info must be the release helm_info read (a mapping), '
+                                 'selected a list of node names')
+    return hami_plan.removal_plan(nodes, policies, pods, namespace, release, node_label,
+                                  release_info=release_info or {}, selected=selected or [], policy_name=policy_name,
                                   restore_device_plugin=bool(restore_device_plugin), with_pods=bool(with_pods))
-
-
-def hami_releases(nodes):
-    """{'<namespace>/<release>': [node names]} of the HAMi releases gpuops.gpu.hami labelled nodes for."""
-    if not isinstance(nodes, list):
-        raise AnsibleFilterError('hami_releases: expects the list of Node objects')
-    return hami_plan.marked_releases(nodes)
 
 
 class FilterModule(object):
     """gpuops.gpu HAMi filters."""
 
     def filters(self):
-        return {'hami_install_plan': hami_install_plan, 'hami_removal_plan': hami_removal_plan,
-                'hami_releases': hami_releases}
+        return {'hami_install_plan': hami_install_plan, 'hami_removal_plan': hami_removal_plan}

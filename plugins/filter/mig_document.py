@@ -10,7 +10,8 @@ from ansible.errors import AnsibleFilterError
 from ansible_collections.gpuops.gpu.plugins.module_utils.common.checks import type_name
 from ansible_collections.gpuops.gpu.plugins.module_utils.gpu.node import LABEL_PRODUCT, base_product
 from ansible_collections.gpuops.gpu.plugins.module_utils.gpu.geometry import MigGeometryError
-from ansible_collections.gpuops.gpu.plugins.module_utils.gpu.mig_configs import mig_parted_document
+from ansible_collections.gpuops.gpu.plugins.module_utils.gpu.mig_configs import (
+    builtin_override_errors, mig_parted_document)
 from ansible_collections.gpuops.gpu.plugins.module_utils.gpu.products import MigCatalogError
 
 
@@ -31,9 +32,16 @@ def mig_parted_document_filter(custom_configs, products=None, include_builtin=Tr
         raise AnsibleFilterError(str(exc))
 
 
+def mig_builtin_override_errors(custom_configs, allow=False, option='mig_custom_configs',
+                                allow_option='mig_allow_builtin_override'):
+    """Custom configs named like one of the operator's built-in configs, refused unless ``allow``."""
+    return builtin_override_errors(custom_configs, allow, option, allow_option)
+
+
 class FilterModule(object):
     def filters(self):
         return {
             'gpu_base_product': gpu_base_product,
             'mig_parted_document': mig_parted_document_filter,
+            'mig_builtin_override_errors': mig_builtin_override_errors,
         }

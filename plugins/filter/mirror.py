@@ -2,11 +2,12 @@
 # Copyright: (c) 2026, gpuops.gpu contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""Filters for air-gapped installs: the mirror plan, the public-registry check, pull-secret merge.
+"""Filters for air-gapped installs: the mirror plan and the role's input errors, the public-registry check,
+pull-secret merge.
 
 Thin wrappers: the logic lives in module_utils.plans.mirror, module_utils.plans.mirror_images,
 module_utils.common.air_gap and module_utils.common.docker_config.
-Documentation is in the sidecar files mirror_plan.yml, mirror_image_variables.yml,
+Documentation is in the sidecar files mirror_plan.yml, mirror_input_errors.yml, mirror_image_variables.yml,
 public_registry_references.yml and docker_config_merge.yml.
 """
 
@@ -25,6 +26,13 @@ def mirror_plan(config, cluster=None):
     if not isinstance(config, dict):
         raise AnsibleFilterError('mirror_plan: the input must be a mapping of settings')
     return plan_lib.mirror_plan(config, cluster)
+
+
+def mirror_input_errors(plan, checks):
+    """Every error that stops the mirror role before its first write ([] when none)."""
+    if not isinstance(plan, dict) or not isinstance(checks, dict):
+        raise AnsibleFilterError('mirror_input_errors: expects the mirror_plan result and a mapping of checks')
+    return plan_lib.role_errors(plan, checks)
 
 
 def mirror_image_variables(roles=None):
@@ -58,6 +66,7 @@ class FilterModule(object):
     def filters(self):
         return {
             'mirror_plan': mirror_plan,
+            'mirror_input_errors': mirror_input_errors,
             'mirror_image_variables': mirror_image_variables,
             'public_registry_references': public_registry_references,
             'docker_config_merge': docker_config_merge,

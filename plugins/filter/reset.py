@@ -17,13 +17,15 @@ from ansible_collections.gpuops.gpu.plugins.module_utils.plans import reset as r
 
 
 def gpu_reset_plan(nodes, policies, config_maps=None, scope=None, wanted=None, mig=True, sharing=True,
-                   cluster_policy=True, config_maps_delete=True):
-    """Nodes to roll back, ClusterPolicy patches, ConfigMaps to delete, errors and notes."""
+                   cluster_policy=True, config_maps_delete=True, hami=None):
+    """Nodes to roll back, ClusterPolicy patches, ConfigMaps to delete, the HAMi release to remove, errors and notes."""
     if not isinstance(nodes, list):
         raise AnsibleFilterError('gpu_reset_plan: expects the list of Node objects')
+    if hami is not None and not isinstance(hami, dict):
+        raise AnsibleFilterError('gpu_reset_plan: hami must be a mapping (namespace, release, release_info, plugin_pods)')
     return reset_plan.reset_plan(nodes, policies, config_maps, scope=scope, wanted=wanted, options={
         'mig': bool(mig), 'sharing': bool(sharing), 'cluster_policy': bool(cluster_policy),
-        'config_maps': bool(config_maps_delete)})
+        'config_maps': bool(config_maps_delete)}, hami=hami)
 
 
 def gpu_reset_pending(nodes, plan):

@@ -2,7 +2,7 @@
 # Copyright: (c) 2026, gpuops.gpu contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""Rollout result filters: thin wrappers over module_utils.rollout.progress.
+"""Rollout result filters: thin wrappers over module_utils.plans.rollout_summary.
 
 Documentation is in the sidecar files rollout_summary_table.yml and rollout_stats.yml.
 """
@@ -12,13 +12,13 @@ __metaclass__ = type
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.gpuops.gpu.plugins.module_utils.rollout import progress
+from ansible_collections.gpuops.gpu.plugins.module_utils.plans import rollout_summary
 
 
 def rollout_summary_table(results, title='GPU rollout'):
     """One or more rollout results as summary lines: node, from -> to, duration, pods evicted, result."""
     try:
-        return progress.summary_table(results, title=title)
+        return rollout_summary.summary_table(results, title=title)
     except ValueError as exc:
         raise AnsibleFilterError('rollout_summary_table: %s' % exc)
 
@@ -26,7 +26,7 @@ def rollout_summary_table(results, title='GPU rollout'):
 def rollout_stats(results, kind):
     """One or more rollout results as the gpuops_rollout artifact (set_stats)."""
     try:
-        return progress.stats(kind, results)
+        return rollout_summary.stats(kind, results)
     except ValueError as exc:
         raise AnsibleFilterError('rollout_stats: %s' % exc)
 

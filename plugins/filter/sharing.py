@@ -8,7 +8,7 @@ device-plugin ConfigMap data, predict capacity, merge tolerations.
 Thin wrappers: the logic lives in module_utils.gpu.sharing_checks, module_utils.gpu.sharing_render
 and module_utils.gpu.tolerations.
 Documentation is in the sidecar files sharing_config_errors.yml, sharing_profile_errors.yml,
-sharing_profiles_data.yml, sharing_capacity.yml and merge_tolerations.yml.
+sharing_mps_root_errors.yml, sharing_profiles_data.yml, sharing_capacity.yml and merge_tolerations.yml.
 """
 
 from __future__ import (absolute_import, division, print_function)
@@ -32,6 +32,11 @@ def sharing_profile_errors(profiles, mig_strategy=None, default=None, reserved=(
         errors.extend("profile name '%s' is reserved (none = unshared, default = follow the default profile); "
                       "name the profile differently" % name for name in sorted(profiles, key=str) if name in reserved)
     return errors
+
+
+def sharing_mps_root_errors(root, option='sharing_mps_root'):
+    """Why ``root`` may not be set as ClusterPolicy devicePlugin.mps.root ([] when it may)."""
+    return sharing_checks.mps_root_errors(root, option)
 
 
 def sharing_profiles_data(profiles, mig_strategy=None):
@@ -65,6 +70,7 @@ class FilterModule(object):
         return {
             'sharing_config_errors': sharing_config_errors,
             'sharing_profile_errors': sharing_profile_errors,
+            'sharing_mps_root_errors': sharing_mps_root_errors,
             'sharing_profiles_data': sharing_profiles_data,
             'sharing_capacity': sharing_capacity,
             'merge_tolerations': merge_tolerations,

@@ -2,9 +2,11 @@
 # Copyright: (c) 2026, gpuops.gpu contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""GPU smoke test filter: check the smoke_test role's settings before it writes anything.
+"""GPU smoke test filters: check the smoke_test role's settings before it writes anything, and what in the
+module's result fails the role.
 
-Thin wrapper: the logic lives in module_utils.plans.smoke. Documentation is in smoke_test_input_errors.yml.
+Thin wrappers: the logic lives in module_utils.plans.smoke. Documentation is in smoke_test_input_errors.yml and
+smoke_test_failures.yml.
 """
 
 from __future__ import (absolute_import, division, print_function)
@@ -22,8 +24,15 @@ def smoke_test_input_errors(settings):
     return smoke.input_errors(settings)
 
 
+def smoke_test_failures(result, on_error=True, on_no_capacity=False):
+    """What in a gpuops.gpu.gpu_smoke_test result fails the role ([] when nothing)."""
+    if not isinstance(result, dict):
+        raise AnsibleFilterError('smoke_test_failures: expects the registered result of gpuops.gpu.gpu_smoke_test')
+    return smoke.failures(result, on_error=on_error, on_no_capacity=on_no_capacity)
+
+
 class FilterModule(object):
     """gpuops.gpu smoke test filters."""
 
     def filters(self):
-        return {'smoke_test_input_errors': smoke_test_input_errors}
+        return {'smoke_test_input_errors': smoke_test_input_errors, 'smoke_test_failures': smoke_test_failures}

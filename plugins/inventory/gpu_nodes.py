@@ -228,7 +228,6 @@ host_labels:
   - topology.kubernetes.io/zone
 '''
 
-import os
 import re
 
 from ansible.errors import AnsibleParserError
@@ -236,9 +235,8 @@ from ansible.plugins.inventory import BaseInventoryPlugin, Cacheable, Constructa
 from ansible.utils.unsafe_proxy import wrap_var
 
 from ansible_collections.gpuops.gpu.plugins.module_utils.gpu import inventory_groups as groups
-from ansible_collections.gpuops.gpu.plugins.module_utils.k8s import client as k8s_client
 from ansible_collections.gpuops.gpu.plugins.module_utils.k8s.errors import GpuOpsError
-from ansible_collections.gpuops.gpu.plugins.module_utils.ops.inventory import gpu_node_records
+from ansible_collections.gpuops.gpu.plugins.module_utils.ops.inventory import read_cluster
 
 NAME = 'gpuops.gpu.gpu_nodes'
 _TEMPLATE_CHARS = re.compile('[{}]')
@@ -313,24 +311,12 @@ class InventoryModule(BaseInventoryPlugin, Constructable, Cacheable):
 
     def _read_cluster(self, name, auth, selector, shown):
         """One cluster's GPU nodes: ``{'name', 'server', 'settings', 'nodes'}``."""
-        if k8s_client.CoreV1Api is None or k8s_client.get_api_client is None:
-            raise GpuOpsError('the kubernetes Python library and the kubernetes.core collection are required on the '
-                              'controller (pip install kubernetes; ansible-galaxy collection install kubernetes.core)')
-        what = 'cluster %s: ' % name if name else ''
-        kubeconfig = auth.get('kubeconfig')
-        if isinstance(kubeconfig, str) and kubeconfig:
-            auth = dict(auth, kubeconfig=os.path.expanduser(kubeconfig))
-            if not os.path.isfile(auth['kubeconfig']):
-                raise GpuOpsError('%sthe kubeconfig file %s does not exist' % (what, auth['kubeconfig']))
-        conn = k8s_client.Connection(auth=auth)
+        label_keys = list(self.get_option('host_labels') or []) + [self.get_option('pool_label')]
         try:
-            conn.open()
-            server = conn.client.configuration.host
-            label_keys = list(self.get_option('host_labels') or []) + [self.get_option('pool_label')]
-            nodes = gpu_node_records(conn, label_selector=selector, include_pods=self.get_option('include_pods'),
-                                     label_keys=label_keys)
+            server, nodes = read_cluster(auth, label_selector=selector, include_pods=self.get_option('include_pods'),
+                                         label_keys=label_keys)
         except GpuOpsError as exc:
-            raise GpuOpsError('%s%s' % (what, exc))
+            raise GpuOpsError('%s%s' % ('cluster %s: ' % name if name else '', exc))
         return {'name': name or groups.cluster_name_from_server(server), 'server': server,
                 'settings': groups.public_settings(shown), 'nodes': nodes}
 

@@ -70,6 +70,9 @@ options:
     description:
       - The mig-parted ConfigMap to validate against. Default is the ClusterPolicy's C(migManager.config.name),
         else the operator's built-in configs.
+      - The GPU operator's own ConfigMaps (C(default-mig-parted-config), C(default-gpu-clients),
+        C(nvidia-<operand>-entrypoint)) and the CA bundles C(kube-root-ca.crt) and C(openshift-service-ca.crt) are
+        refused before anything is read or written; leave it unset to use the ClusterPolicy's.
     type: str
   config_document:
     description:
@@ -100,7 +103,7 @@ options:
     type: bool
     default: true
   retry_stuck:
-    description: When a node is stuck in C(pending), cycle the label once before failing (gpu-operator issue 2833).
+    description: When a node is stuck in C(pending), cycle the label once before failing (NVIDIA/gpu-operator#2833).
     type: bool
     default: false
 '''

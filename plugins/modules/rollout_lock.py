@@ -14,15 +14,24 @@ author:
   - gpuops.gpu contributors (@gpuops)
 description:
   - The rollout lock keeps disruptive GPU operations apart on one cluster; it is the Lease
-    C(gpuops-gpu-rollout) in the GPU operator namespace (O(lock_namespace) overrides). M(gpuops.gpu.mig_rollout)
+    C(gpuops-gpu-rollout) in the GPU operator's namespace as the operator itself reports it (ClusterPolicy
+    C(status.namespace)); O(lock_namespace) overrides it, and O(operator_namespace) is used only while no
+    ClusterPolicy reports one. So runs given different O(operator_namespace) values still share one lock.
+    M(gpuops.gpu.mig_rollout)
     and M(gpuops.gpu.sharing_rollout) take it by themselves for the time they change nodes; this module is for
     roles whose disruptive work is several tasks (the C(reset) role, the HAMi removal of the C(hami) role). They
     take it at the start, pass its RV(holder) as C(lock_holder) to the rollout modules they call (which then run
     under it, renewing it, and neither take nor release it), and release it in an C(always) section.
   - With O(state=present) and a lock held by another run, the module waits up to O(lock_timeout) seconds, then
     fails naming who holds it, for what, on which nodes and since when. A lease not renewed for its duration
-    (a killed run) is taken over, with a warning naming the run that left it.
-  - With O(state=present) and the O(holder) that already holds it, the lease is renewed (not a change).
+    (a killed run) is taken over, with a warning naming the run that left it. So is a lease whose C(renewTime) or
+    C(acquireTime) lies more than 15 seconds ahead of the clock of the host running the module (a clock gone wrong,
+    or a Lease written by hand), with a warning naming the holder and that time; a C(leaseDurationSeconds) over
+    604800 (one week) counts as one week.
+  - With O(state=present) and a O(holder), the module renews the lease of that holder (not a change) - the proof a
+    role needs right before writes of its own (a ConfigMap, the ClusterPolicy, node labels). It fails, writing
+    nothing, when that holder no longer holds the lease (it expired and another run took it over, or it was
+    released); it never takes the lock anew under an old holder.
   - With O(state=absent), the lease is deleted if O(holder) still holds it (a resourceVersion precondition makes
     sure it is not another run's); a lease held by another run is left alone with a warning.
   - The module's process ends with the task, so nothing renews the lease between tasks; O(lock_duration) must
@@ -43,8 +52,9 @@ options:
     default: present
   holder:
     description:
-      - The holder identity. With O(state=present) and none given, a new one unique to this run (host, process
-        id, random suffix) is made and returned as RV(holder). Required with O(state=absent).
+      - The holder identity RV(holder) of a lock taken before. With O(state=present) it is renewed (and must still
+        hold the lock); with none given, the lock is taken under a new one unique to this run (host, process id,
+        random suffix), returned as RV(holder). Required with O(state=absent).
     type: str
   purpose:
     description: What the lock is taken for, shown to runs that find it held (annotation C(gpuops.gpu/lock-purpose)).
@@ -63,7 +73,7 @@ options:
   lock_duration:
     description:
       - Seconds the lease stays valid without renewal (C(leaseDurationSeconds)); after that, another run may take it
-        over. At least 10.
+        over. At least 10, at most 604800 (one week).
     type: int
     default: 120
   poll_interval:
@@ -71,16 +81,21 @@ options:
     type: float
     default: 2.0
   operator_namespace:
-    description: Namespace of the GPU operator, where the lease lives.
+    description:
+      - Namespace of the lease while no ClusterPolicy reports the GPU operator's namespace (C(status.namespace),
+        written by the operator once it runs). With one, that namespace is used and this option is ignored.
     type: str
     default: nvidia-gpu-operator
   lock_namespace:
-    description: Namespace of the lease, if not O(operator_namespace).
+    description:
+      - Namespace of the lease, whatever the ClusterPolicy says. Every run that must be kept apart from this one has
+        to name the same namespace; the roles pass on the RV(namespace) of the lock they took.
     type: str
 requirements:
   - kubernetes >= 24.2.0
   - RBAC on leases.coordination.k8s.io in that namespace, create, and get, update, delete for the name
-    gpuops-gpu-rollout (the shipped ClusterRole gpuops-gpu-rollout has them)
+    gpuops-gpu-rollout (the shipped ClusterRole gpuops-gpu-rollout has them), and list on
+    clusterpolicies.nvidia.com (where the lock lives) unless O(lock_namespace) is set
 '''
 
 EXAMPLES = r'''
@@ -118,6 +133,11 @@ lease:
   returned: always
   type: str
   sample: nvidia-gpu-operator/gpuops-gpu-rollout
+namespace:
+  description: The namespace of the lease (pass it as C(lock_namespace) to the tasks that join or release this lock).
+  returned: always
+  type: str
+  sample: nvidia-gpu-operator
 lock:
   description: The lock after the task (in check mode, what it would be).
   returned: always
@@ -148,6 +168,11 @@ lock:
     expires_in_s:
       description: Seconds until it expires unless renewed.
       type: float
+    future:
+      description:
+        - With C(stale) only, when the lease counts as expired because a time of it lies in the future beyond the
+          15 seconds of clock difference tolerated, the field and its time (C(renewTime 2027-01-01T00:00:00.000000Z)).
+      type: str
   sample: {"state": "ours", "holder": "runner-7f9c-1234-5e0d2a1b", "purpose": "reset of 3 nodes"}
 '''
 

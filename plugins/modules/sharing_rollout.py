@@ -79,7 +79,11 @@ options:
     description: Name of the ClusterPolicy to read C(devicePlugin.config) and C(mig.strategy) from. Default is the only one.
     type: str
   config_map:
-    description: The device-plugin ConfigMap. Default is the ClusterPolicy's C(devicePlugin.config.name).
+    description:
+      - The device-plugin ConfigMap. Default is the ClusterPolicy's C(devicePlugin.config.name).
+      - The GPU operator's own ConfigMaps (C(default-mig-parted-config), C(default-gpu-clients),
+        C(nvidia-<operand>-entrypoint)) and the CA bundles C(kube-root-ca.crt) and C(openshift-service-ca.crt) are
+        refused before anything is read or written.
     type: str
   profiles:
     description:

@@ -45,7 +45,14 @@ def run_play(kubeconfig, tasks, check=False, diff=False, extra_env=None, timeout
             result = task['hosts'].get('localhost', {})
             results[name] = result
             results.setdefault(name.split(' : ', 1)[-1], result)  # role tasks: "role : name"
+            results.setdefault(bare_name(name), result)  # a role's task file other than main.yml: "role : file | name"
     return proc.returncode, results, proc.stdout + proc.stderr
+
+
+def bare_name(name):
+    """A task's name without its role prefix and, in a role's task file other than main.yml (ansible-lint's
+    name[prefix]), the file prefix: 'gpuops.gpu.mirror : preflight | Check the inputs' -> 'Check the inputs'."""
+    return name.split(' : ', 1)[-1].split(' | ', 1)[-1]
 
 
 def callback_output(raw):
@@ -80,9 +87,11 @@ def run_role(kubeconfig, role, variables=None, check=False, diff=False, extra_ta
 
 
 def changed_tasks(results):
-    """Names of the tasks that changed something (role tasks are reported with and without the role
-    prefix; each counts once). A clean re-run gives []."""
-    return sorted(set(name.split(' : ')[-1] for name, res in results.items() if res.get('changed')))
+    """Names of the tasks that changed something, without the role prefix (role tasks are reported with and
+    without the role prefix, and those of a task file other than main.yml also without the file prefix; each
+    counts once, as 'file | name'). A clean re-run gives []."""
+    names = set(name.split(' : ')[-1] for name, res in results.items() if res.get('changed'))
+    return sorted(n for n in names if not any(other != n and bare_name(other) == n for other in names))
 
 
 def run_play_stats(kubeconfig, tasks, check=False, diff=False, vars=None):

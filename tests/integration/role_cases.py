@@ -4,24 +4,24 @@ failed; secret checks."""
 
 import json
 
-from ansible_run import include, run_play
+from ansible_run import bare_name, include, run_play
 
 
-def failure_block(role, case, variables):
-    """gpuops.gpu.<role> with ``variables`` in a block whose rescue records the failed task and its
-    message under the fact ``__cases[case]`` (a case that does not fail records nothing)."""
-    return {'name': 'case ' + case, 'block': [include(role, variables, 'run ' + case)], 'rescue': [
+def failure_block(role, case, variables, check_mode=None):
+    """gpuops.gpu.<role> with ``variables`` (in check mode when ``check_mode``) in a block whose rescue records the
+    failed task and its message under the fact ``__cases[case]`` (a case that does not fail records nothing)."""
+    return {'name': 'case ' + case, 'block': [include(role, variables, 'run ' + case, check_mode)], 'rescue': [
         {'name': 'record ' + case, 'ansible.builtin.set_fact': {'__cases': (
             "{{ __cases | default({}) | combine({%r: {'task': ansible_failed_task.name, "
             "'msg': ansible_failed_result.msg | default('') | string}}) }}" % case)}}]}
 
 
 def failure_cases(kubeconfig, runs, variables=None):
-    """Run every ``runs`` item (case -> (role, variables of that run)) in one playbook with ``variables``
-    as play vars; returns ({case: {'task': failed task name, 'msg': message as text}}, raw output)
+    """Run every ``runs`` item (case -> (role, variables of that run[, check mode])) in one playbook with
+    ``variables`` as play vars; returns ({case: {'task': failed task name, 'msg': message as text}}, raw output)
     (missing case = it did not fail)."""
     tasks = [{'name': 'start', 'ansible.builtin.set_fact': {'__cases': {}}}]
-    tasks += [failure_block(role, case, case_vars) for case, (role, case_vars) in runs.items()]
+    tasks += [failure_block(run[0], case, run[1], *run[2:]) for case, run in runs.items()]
     tasks.append({'name': 'report', 'ansible.builtin.debug': {'var': '__cases'}})
     rc, results, raw = run_play(kubeconfig, tasks, vars=variables)
     assert rc == 0 and 'report' in results, raw[-4000:]
@@ -35,11 +35,13 @@ def failures(kubeconfig, role, base, cases):
 
 def assert_failed(got, raw, expected, task=None):
     """Every case of ``expected`` (case -> message fragment) failed with that fragment in its message,
-    in a task whose name starts with ``task`` (a prefix or a tuple of prefixes; None: any task)."""
+    in a task whose name starts with ``task`` (a prefix or a tuple of prefixes; None: any task), with or without
+    its task file's prefix."""
     for name, text in expected.items():
         assert name in got, 'case %s did not fail: %s' % (name, raw[-3000:])
         if task is not None:
-            assert got[name]['task'].rsplit(' : ', 1)[-1].startswith(task), got[name]
+            assert (got[name]['task'].rsplit(' : ', 1)[-1].startswith(task)
+                    or bare_name(got[name]['task']).startswith(task)), got[name]
         assert text in got[name]['msg'], got[name]
 
 

@@ -9,13 +9,19 @@ of every ConfigMap and Lease in the operator namespace (the rollout lock is a Le
 generation, spec, labels and annotations (the operator keeps writing its status), and the rollout's Events.
 A case passes when it failed, changed nothing, and its message holds the words that say what to fix."""
 
+import base64
+import json
+import os
 from concurrent.futures import ThreadPoolExecutor
 
+import kubernetes
 import pytest
+import yaml
 
-from ansible_run import facts_diff, node_facts, run_play
+from ansible_run import facts_diff, include, node_facts, run_play, run_role, task_results
 from conftest import wait_until
-from policy_helpers import CP, POLICY_NAME, enable_time_slicing, ensure_cluster_policy, time_slicing_config, wait_quiet
+from policy_helpers import (
+    CP, MANAGED, POLICY_NAME, enable_time_slicing, ensure_cluster_policy, time_slicing_config, wait_quiet)
 from role_cases import failure_cases
 
 NS = 'gpu-operator'
@@ -52,7 +58,7 @@ def s(**args):
 # case -> ((module, arguments over COMMON), words the message must hold). The first words of a refusal by
 # gpuops.gpu itself are REFUSED (checked below); the others come from Ansible's argument spec.
 MODULE_CASES = {
-    # durations and poll_interval (issue 17: state_timeout 0 cordoned and labelled, poll_interval 0 made
+    # durations and poll_interval (once accepted: state_timeout 0 cordoned and labelled, poll_interval 0 made
     # thousands of requests, negative timeouts gave misleading errors)
     'mig state_timeout 0': (m(state_timeout=0), ['state_timeout must be between 1 and 604800 seconds']),
     'sharing state_timeout 0': (s(state_timeout=0), ['state_timeout must be between 1']),
@@ -84,7 +90,11 @@ MODULE_CASES = {
     'sharing max_unavailable yes': (s(max_unavailable=True), ['a positive integer or a percentage', 'boolean']),
     'mig max_unavailable list': (m(max_unavailable=[1]), ['a positive integer or a percentage', 'list']),
     'sharing max_unavailable 1.5': (s(max_unavailable=1.5), ['a positive integer or a percentage', 'float']),
-    # names (issue 17: operator_namespace '' was a raw 400 from the API)
+    # digits of other scripts, which Python's int() reads: Arabic-Indic 3, full-width 2 (once a rollout of 3 nodes)
+    'mig max_unavailable Arabic-Indic 3': (m(max_unavailable='\u0663'), ["got '\u0663': write it with the digits 0-9"]),
+    'sharing max_unavailable full-width 2%': (s(max_unavailable='\uff12%'),
+                                              ["got '\uff12%': write it with the digits 0-9"]),
+    # names (operator_namespace '' was once a raw 400 from the API)
     'mig operator_namespace empty': (m(operator_namespace=''),
                                      ["operator_namespace '' is not a namespace name", 'e.g. nvidia-gpu-operator']),
     'sharing operator_namespace empty': (s(operator_namespace=''), ["operator_namespace '' is not a namespace"]),
@@ -94,9 +104,15 @@ MODULE_CASES = {
                                                                   "object name"]),
     'sharing config_map spaces': (s(config_map='device plugin'), ["config_map 'device plugin' is not a Kubernetes"]),
     'mig config_map missing': (m(config_map='no-such-configs'), ['no-such-configs not found', 'create it first']),
+    # the GPU operator's own ConfigMaps (once read and rolled out against)
+    'mig config_map the operator\'s': (m(config_map='default-mig-parted-config'), [
+        "config_map: ConfigMap 'default-mig-parted-config' belongs to the GPU operator",
+        'leave config_map unset']),
+    'sharing config_map an entrypoint': (s(config_map='nvidia-device-plugin-entrypoint'), [
+        "config_map: ConfigMap 'nvidia-device-plugin-entrypoint' belongs to the GPU operator (the entrypoint script"]),
     'sharing cluster_policy missing': (s(cluster_policy='no-such-policy'), ["ClusterPolicy 'no-such-policy' not "
                                                                             "found"]),
-    # selectors (issue 17: a selector value with a comma became two terms; a pod_selector list was accepted)
+    # selectors (once a selector value with a comma became two terms and a pod_selector list was accepted)
     'mig selector comma': (m(**assign('config', 'all-1g.5gb', selector={'gpuops.dev/pool': 'training,inference'})),
                            ["label_selector 'gpuops.dev/pool in (training,inference)'"]),
     'sharing selector comma': (s(**assign('profile', 'ts', selector={'gpuops.dev/pool': 'inference,x'})),
@@ -120,7 +136,7 @@ MODULE_CASES = {
     'sharing control-plane selector': (s(**assign('profile', 'ts',
                                                   label_selector='node-role.kubernetes.io/control-plane')),
                                        ['node cpu-0 is a control-plane node']),
-    # assignments (issue 17: assignments [] was accepted)
+    # assignments (assignments [] was once accepted)
     'mig assignments empty': (m(assignments=[]), ['assignments is empty: give at least one item']),
     'sharing assignments empty': (s(assignments=[]), ['assignments is empty']),
     'mig node named twice': (m(**assign('config', 'all-1g.5gb', nodes=['a100-0', 'a100-0'])),
@@ -146,7 +162,7 @@ MODULE_CASES = {
                                    ["only 'all-disabled' can be applied"]),
     'sharing profile unknown': (s(**assign('profile', 'ts-99', nodes=['l40s-0'])),
                                 ["profile 'ts-99' is not a key of the device-plugin ConfigMap (profiles:"]),
-    # profiles (issue 17: replicas 10^12 relabelled nodes; inline profiles missing from the ConfigMap
+    # profiles (once replicas 10^12 relabelled nodes, and inline profiles missing from the ConfigMap
     # crash-looped the device plugin)
     'sharing replicas 10^12 in the ConfigMap': (s(**assign('profile', 'huge', nodes=['l40s-0'])),
                                                 ['is more than 256', 'lower replicas']),
@@ -158,7 +174,7 @@ MODULE_CASES = {
     'sharing inline profile differs': (s(config_map=CM, profiles={'ts': ts(6)}),
                                        ['profiles ts differ from the device-plugin ConfigMap', 'check mode']),
     'sharing inline profile reserved': (s(config_map=CM, profiles={'none': {}}), ["profile name 'none' is reserved"]),
-    # an admin-cordoned node already at target (issue 17: uncaught "outside this rollout")
+    # an admin-cordoned node already at target (once an uncaught "outside this rollout")
     'mig admin-cordoned node at target': (
         m(assignments=[{'nodes': [CORDONED], 'config': '{{ __at_target }}'},
                        {'nodes': ['a100-0'], 'config': 'all-1g.5gb'}]),
@@ -216,6 +232,55 @@ ROLE_CASES = {
     'role reset nodes a dict': ('reset', {'reset_nodes': {'a100-0': True}}, 'Validating arguments',
                                 ['reset_nodes']),
 }
+# Inputs that name someone else's objects, or redefine a built-in one: refused in the role's first checks (or, for a
+# ConfigMap that exists, once it is read), in a real run and in check mode alike. Before, the mig role wrote its configs
+# into the operator's default-mig-parted-config (or a script the operator's privileged DaemonSets run), the sharing
+# role set /etc as the MPS root, and a MIG-enabled all-disabled replaced the built-in one. No node assignments, so
+# that on the old code each case "only" writes the ConfigMap and the ClusterPolicy.
+MIG_ENABLED = [{'devices': 'all', 'mig-enabled': True, 'mig-devices': {}}]
+MPS = {'version': 'v1', 'sharing': {'mps': {'resources': [{'name': 'nvidia.com/gpu', 'replicas': 4}]}}}
+UNLABELLED_CM = 'user-mig-parted-config'      # created below without the collection's label
+OWNED_CM = 'gpuops-owned-by-policy'           # created below with the label and an owner reference to the policy
+
+
+def mig_cm(name):
+    return {'mig_custom_configs': {'gpuops-bad-input': MIG_ENABLED}, 'mig_assignments': [], 'mig_config_map_name': name}
+
+
+def sharing_in(**variables):
+    return dict({'sharing_profiles': {'mps-4': MPS}, 'sharing_assignments': []}, **variables)
+
+
+OWNED_CASES = {
+    'role mig ConfigMap default-mig-parted-config': ('mig', mig_cm('default-mig-parted-config'), 'Check the inputs', [
+        "mig_config_map_name: ConfigMap 'default-mig-parted-config' belongs to the GPU operator (its built-in MIG "
+        "configs", 'choose a name of your own']),
+    'role mig ConfigMap an entrypoint': ('mig', mig_cm('nvidia-mig-manager-entrypoint'), 'Check the inputs', [
+        "ConfigMap 'nvidia-mig-manager-entrypoint' belongs to the GPU operator (the entrypoint script"]),
+    'role mig ConfigMap not the collection\'s': ('mig', mig_cm(UNLABELLED_CM), 'Check that the ConfigMap is not', [
+        'ConfigMap %s/%s exists and gpuops.gpu did not create it' % (NS, UNLABELLED_CM), 'to hand it over']),
+    'role mig ConfigMap owned by the policy': ('mig', mig_cm(OWNED_CM), 'Check that the ConfigMap is not', [
+        'ConfigMap %s/%s belongs to ClusterPolicy %s (owner reference)' % (NS, OWNED_CM, POLICY_NAME)]),
+    'role mig custom all-disabled': ('mig', {'mig_custom_configs': {'all-disabled': MIG_ENABLED}, 'mig_assignments': []},
+                                     'Check the inputs', [
+        "mig_custom_configs.all-disabled: 'all-disabled' is the name of one of the GPU operator's built-in MIG configs",
+        'mig_allow_builtin_override: true']),
+    'role sharing MPS root /etc': ('sharing', sharing_in(sharing_mps_root='/etc'), 'Check the inputs', [
+        'sharing_mps_root must be /run/nvidia/mps', "got '/etc'"]),
+    'role sharing MPS root escaping /run/nvidia': ('sharing', sharing_in(sharing_mps_root='/run/nvidia/../etc'),
+                                                   'Check the inputs', ["got '/run/nvidia/../etc'"]),
+    'role sharing MPS root relative': ('sharing', sharing_in(sharing_mps_root='run/nvidia/mps'), 'Check the inputs',
+                                       ["got 'run/nvidia/mps'"]),
+    'role sharing ConfigMap default-gpu-clients': ('sharing', sharing_in(sharing_config_map_name='default-gpu-clients'),
+                                                   'Check the inputs', [
+        "sharing_config_map_name: ConfigMap 'default-gpu-clients' belongs to the GPU operator"]),
+    'role sharing ConfigMap kube-root-ca.crt': ('sharing', sharing_in(sharing_config_map_name='kube-root-ca.crt'),
+                                                'Check the inputs', ["ConfigMap 'kube-root-ca.crt' belongs to Kubernetes"]),
+}
+ROLE_CASES.update(OWNED_CASES)
+# the same, in check mode (before, check mode accepted them all)
+ROLE_CHECK_CASES = dict((case + ' (check mode)', spec) for case, spec in OWNED_CASES.items())
+
 ROLE_BASE = {'mig_operator_namespace': NS, 'mig_assignments': MIG['assignments'], 'mig_poll_interval': 0.3,
              'sharing_operator_namespace': NS, 'sharing_assignments': SHARING['assignments'],
              'sharing_poll_interval': 0.3, 'reset_operator_namespace': NS}
@@ -234,6 +299,10 @@ def bad_input_cluster(testbed, core, custom):
     wait_until('GFD labels', lambda: all(labels(core, n).get('nvidia.com/gpu.product') for n in GPU_NODES), 180)
     enable_time_slicing(core, custom, NS, [], replicas=4, cm_name=CM, key='ts')
     core.patch_namespaced_config_map(CM, NS, {'data': {'huge': time_slicing_config(BIG)}})
+    policy = custom.get_cluster_custom_object(*CP, POLICY_NAME)['metadata']
+    core.create_namespaced_config_map(NS, {'metadata': {'name': UNLABELLED_CM}, 'data': {'config.yaml': 'a user\'s'}})
+    core.create_namespaced_config_map(NS, {'metadata': {'name': OWNED_CM, 'labels': MANAGED, 'ownerReferences': [
+        {'apiVersion': 'nvidia.com/v1', 'kind': 'ClusterPolicy', 'name': POLICY_NAME, 'uid': policy['uid']}]}})
     core.patch_node(CONTROL_PLANE, {'metadata': {'labels': {'node-role.kubernetes.io/control-plane': ''}}})
     core.patch_node(CORDONED, {'metadata': {'labels': {LABEL_MIG: 'all-disabled'}}})
     wait_until('%s at MIG config all-disabled' % CORDONED,
@@ -265,8 +334,6 @@ def assert_unchanged(before, after):
 
 @pytest.fixture(scope='module')
 def coordination(api_client):
-    import kubernetes
-
     return kubernetes.client.CoordinationV1Api(api_client)
 
 
@@ -293,6 +360,7 @@ def runs(testbed, core, custom, coordination):
     before = snapshot(core, custom, coordination)
     tasks = [module_task(case, module, args) for case, ((module, args), _words) in MODULE_CASES.items()]
     role_runs = dict((case, (role, variables)) for case, (role, variables, _t, _w) in ROLE_CASES.items())
+    role_runs.update((case, (role, variables, True)) for case, (role, variables, _t, _w) in ROLE_CHECK_CASES.items())
     with ThreadPoolExecutor(max_workers=2) as pool:
         modules = pool.submit(run_play, testbed.kubeconfig, tasks, vars={'__at_target': at_target})
         roles = pool.submit(failure_cases, testbed.kubeconfig, role_runs, ROLE_BASE)
@@ -326,7 +394,7 @@ def test_module_cases_fail_before_any_write(runs):
 def test_role_cases_fail_before_any_write(runs):
     got, raw = runs['roles']
     wrong = []
-    for case, (_role, _variables, task, words) in ROLE_CASES.items():
+    for case, (_role, _variables, task, words) in list(ROLE_CASES.items()) + list(ROLE_CHECK_CASES.items()):
         if case not in got:
             wrong.append('%s: did not fail' % case)
             continue
@@ -336,3 +404,90 @@ def test_role_cases_fail_before_any_write(runs):
             wrong.append('%s: failed in %r, missing %s in: %s' % (case, failed_in, missing, got[case]['msg'][:600]))
     assert wrong == [], '\n'.join(wrong) + '\n' + raw[-2000:]
     assert_unchanged(runs['before'], runs['after'])
+
+
+# ------------------------------------------------------ a run the API server refuses writes nothing before it
+
+SA, SA_NS = 'gpuops-bad-input', 'gpuops-automation'
+DENY = 'gpuops-test-deny-clusterpolicy'
+REFUSAL = 'refused for this test: this account may not change the ClusterPolicy'
+TOKEN_CM = 'gpuops-token-device-plugin-config'
+
+
+def _server(testbed):
+    with open(testbed.kubeconfig) as handle:
+        return yaml.safe_load(handle)['clusters'][0]['cluster']['server']
+
+
+def _sa_client(testbed, token):
+    conf = kubernetes.client.Configuration()
+    conf.host = _server(testbed)
+    conf.api_key = {'authorization': 'Bearer ' + token}
+    conf.ssl_ca_cert = os.path.join(testbed.state_dir, 'pki', 'ca.crt')
+    conf.verify_ssl = True
+    return kubernetes.client.ApiClient(conf)
+
+
+def _refused(sa_custom):
+    """The API server's message when the account's ClusterPolicy change is refused (server-side dry run), else ''."""
+    try:
+        sa_custom.patch_cluster_custom_object(*CP, POLICY_NAME, {'spec': {'devicePlugin': {'config': {
+            'name': TOKEN_CM, 'default': ''}}}}, dry_run='All')
+    except kubernetes.client.ApiException as exc:
+        return json.loads(exc.body).get('message', '')
+    return ''
+
+
+@pytest.fixture
+def refused_token(testbed, core, api_client):
+    """The token of a ServiceAccount bound to the rollout account's roles (the rbac role, as an admin would), and an
+    admission policy of this test's own that refuses that account any ClusterPolicy change, dry runs included: the
+    role run with it is refused on the ClusterPolicy and only there (its ConfigMap it may write)."""
+    rc, _results, raw = run_role(testbed.kubeconfig, 'rbac', {'rbac_operator_namespace': NS, 'rbac_service_accounts': [
+        {'name': SA, 'namespace': SA_NS, 'access': ['rollout'], 'token_secret': True}]})
+    assert rc == 0, raw[-4000:]
+    token = base64.b64decode(core.read_namespaced_secret(SA + '-token', SA_NS).data['token']).decode()
+    admission = kubernetes.client.AdmissionregistrationV1Api(api_client)
+    admission.create_validating_admission_policy({
+        'apiVersion': 'admissionregistration.k8s.io/v1', 'kind': 'ValidatingAdmissionPolicy', 'metadata': {'name': DENY},
+        'spec': {'failurePolicy': 'Fail',
+                 'matchConstraints': {'resourceRules': [{'apiGroups': ['nvidia.com'], 'apiVersions': ['*'],
+                                                         'resources': ['clusterpolicies'], 'operations': ['UPDATE']}]},
+                 'matchConditions': [{'name': 'this-account', 'expression':
+                                      "request.userInfo.username == 'system:serviceaccount:%s:%s'" % (SA_NS, SA)}],
+                 'validations': [{'expression': 'false', 'message': REFUSAL, 'reason': 'Forbidden'}]}})
+    admission.create_validating_admission_policy_binding({
+        'apiVersion': 'admissionregistration.k8s.io/v1', 'kind': 'ValidatingAdmissionPolicyBinding',
+        'metadata': {'name': DENY}, 'spec': {'policyName': DENY, 'validationActions': ['Deny']}})
+    try:
+        sa_custom = kubernetes.client.CustomObjectsApi(_sa_client(testbed, token))
+        wait_until('the test policy refuses the account', lambda: REFUSAL in _refused(sa_custom), 60)
+        yield token
+    finally:
+        admission.delete_validating_admission_policy_binding(DENY)
+        admission.delete_validating_admission_policy(DENY)
+
+
+def test_a_run_the_api_server_refuses_writes_nothing_before_it(testbed, core, custom, coordination, refused_token):
+    """The sharing role as an account the API server refuses the ClusterPolicy change: its dry run fails first, with
+    the API server's message in one line, and the device-plugin ConfigMap is never written. Before, the role wrote the
+    ConfigMap, took the lock, then failed on the patch with a raw b'{"kind":"Status",...}' body, the ConfigMap left
+    behind."""
+    env = {'K8S_AUTH_HOST': _server(testbed), 'K8S_AUTH_API_KEY': refused_token,
+           'K8S_AUTH_SSL_CA_CERT': os.path.join(testbed.state_dir, 'pki', 'ca.crt'),
+           'K8S_AUTH_KUBECONFIG': '/nonexistent/kubeconfig'}  # the token is the only way in
+    variables = {'sharing_operator_namespace': NS, 'sharing_config_map_name': TOKEN_CM,
+                 'sharing_profiles': {'ts-4': ts(4)}, 'sharing_poll_interval': 0.3}
+    before = snapshot(core, custom, coordination)
+    rc, _results, raw = run_play(testbed.kubeconfig, [include('sharing')], vars=variables, extra_env=env)
+    after = snapshot(core, custom, coordination)
+    failed = [(name, result) for name, result in task_results(raw) if result.get('failed')]
+    assert rc != 0 and len(failed) == 1, raw[-4000:]
+    name, result = failed[0]
+    assert name == 'Check the ClusterPolicy change with the API server before any write (server-side dry run)', name
+    msg = str(result.get('msg'))
+    assert msg.startswith('the apiserver refuses this change to ClusterPolicy %s (server-side dry run): ' % POLICY_NAME)
+    assert REFUSAL in msg and msg.endswith('nothing was changed'), msg
+    assert '\n' not in msg and 'kind' not in msg and "b'" not in msg, 'one line, the message and no raw body: ' + msg
+    assert TOKEN_CM not in after['config maps'], 'the ConfigMap was written before the refused ClusterPolicy change'
+    assert_unchanged(before, after)

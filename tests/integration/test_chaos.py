@@ -1,4 +1,4 @@
-"""Chaos on the virtual GPU cluster (issue 17): faults hit a gpuops.gpu.mig_rollout in flight.
+"""Chaos on the virtual GPU cluster: faults hit a gpuops.gpu.mig_rollout in flight.
 
 Each fault comes from the testbed (tests/testbed/vcluster/chaos.py, by the PIDs it recorded, never by
 name) and is undone in a ``finally``: the simulated node agents killed and started again, etcd killed

@@ -1,4 +1,4 @@
-"""The diagnostics role on the virtual GPU cluster (issue 15), as the read-only gpuops-gpu-report account: the
+"""The diagnostics role on the virtual GPU cluster, as the read-only gpuops-gpu-report account: the
 archive holds every listed item (ClusterPolicy and NVIDIADriver status, operator/operand pods and their logs or
 why a log could not be read, GPU node labels/annotations/allocatable/conditions, events of the operator namespace
 and of the GPU nodes, the ConfigMaps the ClusterPolicy names, the rollout lock's Lease, summary.txt), and secrets

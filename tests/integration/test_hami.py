@@ -104,6 +104,11 @@ def test_install_then_idempotent(testbed, core, custom, apps, chart, helm):
     assert values['devicePlugin']['nvidiaNodeSelector'] == {'gpu': 'on'}
     assert values['scheduler']['defaultSchedulerPolicy'] == {'nodeSchedulerPolicy': 'binpack',
                                                              'gpuSchedulerPolicy': 'spread'}
+    # the record of what the role labelled lives in the release (Helm's release Secret), not on the nodes
+    assert values['gpuopsGpu'] == {'nodes': sorted(HAMI_NODES), 'nodeLabels': ['gpu']}
+    for name in HAMI_NODES + OTHER_NODES:
+        annotations = core.read_node(name).metadata.annotations or {}
+        assert not [k for k in annotations if k.startswith('gpuops.gpu/hami')], (name, annotations)
     device_config = yaml.safe_load(core.read_namespaced_config_map('hami-scheduler-device', NAMESPACE)
                                    .data['device-config.yaml'])['nvidia']
     assert device_config['deviceSplitCount'] == 4 and device_config['deviceMemoryScaling'] == 1.5
@@ -202,20 +207,113 @@ def test_remove_then_idempotent(testbed, core, custom, apps, chart, helm):
         core.patch_node('t4-0', {'metadata': {'labels': {'gpu': None}}})
 
 
-def test_reset_removes_hami(testbed, core, custom, chart, helm):
-    variables = base_vars(chart, helm, hami_disable_operator_device_plugin=True)
-    rc, results, raw = run_role(testbed.kubeconfig, 'hami', variables)
+# ---------------------------------------------------------------------------------------- reset
+
+KEEP = 'example.com/keep'  # a label nobody asked the reset to remove
+
+
+def helm_run(testbed, helm, *args):
+    return subprocess.run([helm] + list(args), check=True, env=dict(os.environ, KUBECONFIG=testbed.kubeconfig),
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True).stdout
+
+
+def helm_releases(core):
+    """(namespace, release) of every Helm release on the cluster."""
+    return sorted(set((s.metadata.namespace, s.metadata.labels['name']) for s in core.list_secret_for_all_namespaces(
+        label_selector='owner=helm').items))
+
+
+@pytest.fixture()
+def victim(testbed, core, helm, tmp_path):
+    """A Helm release in the GPU operator's namespace (not HAMi) and a label on two nodes that nobody asked to
+    remove, both named by forged gpuops.gpu/hami-* annotations: on a HAMi node (naming the real release and the
+    label) and on another node (naming the victim release and the label). Written here as an admin; the rollout
+    account may not write these annotation keys at all (its node policy)."""
+    ns = testbed.config['cluster']['operator_namespace']
+    chart = tmp_path / 'victim'
+    (chart / 'templates').mkdir(parents=True)
+    (chart / 'Chart.yaml').write_text(yaml.safe_dump({'apiVersion': 'v2', 'name': 'victim', 'version': '1.0.0'}))
+    (chart / 'templates' / 'cm.yaml').write_text('apiVersion: v1\nkind: ConfigMap\nmetadata: {name: victim}\n'
+                                                 'data: {a: b}\n')
+    helm_run(testbed, helm, 'install', 'victim', str(chart), '-n', ns)
+    forged = {HAMI_NODES[0]: {'gpuops.gpu/hami-release': '%s/hami' % NAMESPACE,
+                              'gpuops.gpu/hami-labels': 'gpu,%s' % KEEP},
+              OTHER_NODES[0]: {'gpuops.gpu/hami-release': '%s/victim' % ns, 'gpuops.gpu/hami-labels': KEEP}}
+    for name, annotations in forged.items():
+        core.patch_node(name, {'metadata': {'labels': {KEEP: 'yes'}, 'annotations': annotations}})
+    yield ns, forged
+    subprocess.run([helm, 'uninstall', 'victim', '-n', ns], env=dict(os.environ, KUBECONFIG=testbed.kubeconfig),
+                   check=False, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    for name in forged:
+        core.patch_node(name, {'metadata': {'labels': {KEEP: None}, 'annotations': {
+            'gpuops.gpu/hami-release': None, 'gpuops.gpu/hami-labels': None}}})
+
+
+def reset_vars(testbed, helm):
+    return {'reset_operator_namespace': testbed.config['cluster']['operator_namespace'], 'reset_helm_binary': helm,
+            'reset_hami_namespace': NAMESPACE, 'reset_verify_timeout': 120}
+
+
+def test_reset_removes_recorded_hami_and_ignores_forged_annotations(testbed, core, custom, chart, helm, victim):
+    ns, forged = victim
+    rc, results, raw = run_role(testbed.kubeconfig, 'hami', base_vars(chart, helm, hami_disable_operator_device_plugin=True))
     assert rc == 0, raw[-3000:]
     assert releases(core) and node_labels(core, HAMI_NODES[0]).get('gpu') == 'on'
-    variables = {'reset_operator_namespace': testbed.config['cluster']['operator_namespace'],
-                 'reset_helm_binary': helm, 'reset_verify_timeout': 120}
-    rc, results, raw = run_role(testbed.kubeconfig, 'reset', variables)
+    assert (ns, 'victim') in helm_releases(core)
+
+    before = snapshot(core, custom)
+    rc, results, raw = run_role(testbed.kubeconfig, 'reset', reset_vars(testbed, helm), check=True)
     assert rc == 0, raw[-4000:]
+    assert snapshot(core, custom) == before
+
+    rc, results, raw = run_role(testbed.kubeconfig, 'reset', reset_vars(testbed, helm))
+    assert rc == 0, raw[-4000:]
+    # the recorded HAMi release and its labels are gone ...
     assert releases(core) == []
     assert all('gpu' not in node_labels(core, n) for n in HAMI_NODES)
     assert get_policy(custom)['spec']['devicePlugin']['enabled'] is True
+    # ... and nothing the forged annotations named: the release in the operator's namespace, the other label
+    assert (ns, 'victim') in helm_releases(core)
+    for name in forged:
+        assert node_labels(core, name).get(KEEP) == 'yes', name
+    # the old annotations came off the node the reset unlabelled; the other node was not touched
+    assert not [k for k in core.read_node(HAMI_NODES[0]).metadata.annotations or {} if k.startswith('gpuops.gpu/hami')]
+    other = core.read_node(OTHER_NODES[0]).metadata.annotations or {}
+    assert dict((k, other.get(k)) for k in forged[OTHER_NODES[0]]) == forged[OTHER_NODES[0]]
+
     before = snapshot(core, custom)
-    rc, results, raw = run_role(testbed.kubeconfig, 'reset', variables)
+    rc, results, raw = run_role(testbed.kubeconfig, 'reset', reset_vars(testbed, helm))
     assert rc == 0, raw[-3000:]
     assert changed_tasks(results) == [], changed_tasks(results)
     assert snapshot(core, custom) == before
+
+
+def test_a_release_without_record_is_refused_by_the_reset_and_removed_by_hami_absent(
+        testbed, core, custom, chart, helm, tmp_path):
+    """A release as an earlier version of the collection left it: the role's values without the record, the nodes
+    annotated gpuops.gpu/hami-release and gpuops.gpu/hami-labels."""
+    rc, results, raw = run_role(testbed.kubeconfig, 'hami', base_vars(chart, helm, hami_disable_operator_device_plugin=True))
+    assert rc == 0, raw[-3000:]
+    values = json.loads(helm_run(testbed, helm, 'get', 'values', 'hami', '-n', NAMESPACE, '-o', 'json'))
+    values.pop('gpuopsGpu')
+    (tmp_path / 'values.yaml').write_text(yaml.safe_dump(values))
+    helm_run(testbed, helm, 'upgrade', 'hami', chart, '-n', NAMESPACE, '-f', str(tmp_path / 'values.yaml'))
+    for name in HAMI_NODES:
+        core.patch_node(name, {'metadata': {'annotations': {'gpuops.gpu/hami-release': '%s/hami' % NAMESPACE,
+                                                            'gpuops.gpu/hami-labels': 'gpu'}}})
+
+    before = snapshot(core, custom)
+    rc, results, raw = run_role(testbed.kubeconfig, 'reset', reset_vars(testbed, helm))
+    assert rc != 0
+    assert 'HAMi release %s/hami has no record of the nodes gpuops.gpu.hami labelled' % NAMESPACE in raw, raw[-3000:]
+    assert 'hami_state: absent, hami_namespace: %s, hami_release_name: hami' % NAMESPACE in raw
+    assert snapshot(core, custom) == before
+
+    rc, results, raw = run_role(testbed.kubeconfig, 'hami', base_vars(chart, helm, hami_state='absent'))
+    assert rc == 0, raw[-4000:]
+    assert 'has no record of the nodes gpuops.gpu.hami labelled' in raw
+    assert releases(core) == []
+    for name in HAMI_NODES:
+        assert 'gpu' not in node_labels(core, name), name
+        assert not [k for k in core.read_node(name).metadata.annotations or {} if k.startswith('gpuops.gpu/hami')]
+    assert get_policy(custom)['spec']['devicePlugin']['enabled'] is True

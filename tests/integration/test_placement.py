@@ -245,7 +245,7 @@ def test_openshift_ai_hardware_profile_round_trip_and_absent_removes_only_ours(t
     hw = dict((k, v) for k, v in AI_BASE.items() if k != 'openshift_ai_kind')
     hw['openshift_ai_resources'] = ['nvidia.com/gpu']
     rc, results, raw = run_role(testbed.kubeconfig, 'openshift_ai', hw)
-    assert rc == 0 and changed_tasks(results) == ['Write the profiles'], raw[-3000:]
+    assert rc == 0 and changed_tasks(results) == ['apply | Write the profiles'], raw[-3000:]
     rc, results, raw = run_role(testbed.kubeconfig, 'openshift_ai', hw)  # the API server's copy reads as unchanged
     assert rc == 0 and changed_tasks(results) == [], raw[-3000:]
     spec = profiles(custom, 'hardware')['gpuops-gpu']['spec']

@@ -100,7 +100,8 @@ def test_role_applies_roles_account_and_token(testbed, api_client, applied, toke
     assert review.status.user_info.username == 'system:serviceaccount:%s:%s' % (SA_NS, SA)
     admission = client.AdmissionregistrationV1Api(api_client)
     policies = [p.metadata.name for p in admission.list_validating_admission_policy(label_selector=MANAGED).items]
-    assert sorted(policies) == ['gpuops-gpu-rollout-clusterpolicy', 'gpuops-gpu-rollout-nodes']
+    assert sorted(policies) == ['gpuops-gpu-rollout-clusterpolicy', 'gpuops-gpu-rollout-configmaps',
+                                'gpuops-gpu-rollout-leases', 'gpuops-gpu-rollout-nodes', 'gpuops-gpu-rollout-pods']
     bound = [(b.spec.policy_name, b.spec.validation_actions)
              for b in admission.list_validating_admission_policy_binding(label_selector=MANAGED).items]
     assert sorted(bound) == [(p, ['Deny']) for p in sorted(policies)]
@@ -250,6 +251,9 @@ PRIVILEGED_POLICY_PATCHES = {
     'switch the device plugin off': {'devicePlugin': {'enabled': False}},
     'MPS root outside /run/nvidia': {'devicePlugin': {'mps': {'root': '/'}}},
     'MPS root escaping /run/nvidia': {'devicePlugin': {'mps': {'root': '/run/nvidia/../../etc'}}},
+    "MPS root in the driver's directory": {'devicePlugin': {'mps': {'root': '/run/nvidia/driver'}}},
+    "MPS root in the validator's directory": {'devicePlugin': {'mps': {'root': '/run/nvidia/validations'}}},
+    "MPS root in the toolkit's directory": {'devicePlugin': {'mps': {'root': '/run/nvidia/toolkit'}}},
     'remove a section': {'gds': None},
 }
 
@@ -358,6 +362,8 @@ def test_rollout_account_may_patch_only_gpu_nodes_and_only_the_rollout_fields(sa
             'the workload config label': {'metadata': {'labels': {names.LABEL_WORKLOAD_CONFIG: 'vm-passthrough'}}},
             'a taint': {'spec': {'taints': [{'key': 'example.com/mine', 'effect': 'NoSchedule'}]}},
             'another annotation': {'metadata': {'annotations': {'example.com/note': 'x'}}},
+            'a gpuops.gpu annotation that is not a rollout marker': {'metadata': {'annotations': {
+                'gpuops.gpu/hami-release': 'gpu-operator/gpu-operator', 'gpuops.gpu/hami-labels': 'nvidia.com/gpu.deploy.driver'}}},
             'a finalizer': {'metadata': {'finalizers': ['example.com/keep']}}}.items():
         refused['GPU node: ' + what] = _dry(sa.patch_node, gpu_node, body)
     assert _verdicts(refused, policy) == dict((what, 'refused by ' + policy) for what in refused)
@@ -368,3 +374,143 @@ def test_rollout_account_may_patch_only_gpu_nodes_and_only_the_rollout_fields(sa
     assert _status(lambda: admission.delete_validating_admission_policy_binding(policy)) == 403
     # and they restrict the rollout account only: an admin labels any node
     assert _dry(core.patch_node, 'cpu-0', {'metadata': {'labels': {'example.com/team': 'mine'}}}) == (200, '')
+
+
+# -------------------------------------------------- an attacker holding the rollout token
+# For each write the rollout account has, the nearest thing it must not do, as server-side dry runs (the
+# policies and RBAC judge them, nothing is stored). The operator's own objects are the real gpu-operator's,
+# reconciled from the example ClusterPolicy.
+
+ATTACK = 'gpuops-attack'
+
+
+def _operator_objects(core, namespace):
+    """The operator's entrypoint ConfigMaps and the operand pods of its DaemonSets, once it created them."""
+    def ready():
+        maps = [c for c in core.list_namespaced_config_map(namespace).items if c.metadata.name.endswith('-entrypoint')]
+        pods = dict((p.metadata.labels.get('app'), p.metadata.name)
+                    for p in core.list_namespaced_pod(namespace).items if (p.metadata.labels or {}).get('app'))
+        wanted = ('nvidia-device-plugin-daemonset', 'nvidia-container-toolkit-daemonset')
+        return (maps, pods) if maps and all(a in pods for a in wanted) else None
+    return wait_until('the GPU operator\'s entrypoint ConfigMaps and operand pods in %s' % namespace, ready, 240)
+
+
+@pytest.fixture(scope='module')
+def operator_objects(testbed, core, cluster_policy):
+    namespace = role_vars(testbed)['rbac_operator_namespace']
+    maps, pods = _operator_objects(core, namespace)
+    labels = {'app.kubernetes.io/managed-by': 'gpuops.gpu'}
+    own = client.V1ConfigMap(metadata=client.V1ObjectMeta(name=ATTACK + '-own', labels=labels), data={'a': 'b'})
+    user = client.V1ConfigMap(metadata=client.V1ObjectMeta(name=ATTACK + '-user'), data={'a': 'b'})
+    for body in (own, user):
+        core.create_namespaced_config_map(namespace, body)
+    yield {'namespace': namespace, 'entrypoints': sorted(c.metadata.name for c in maps), 'pods': pods}
+    for body in (own, user):
+        core.delete_namespaced_config_map(body.metadata.name, namespace)
+
+
+def _config_map(name, managed=True, data=None):
+    labels = {'app.kubernetes.io/managed-by': 'gpuops.gpu'} if managed else {}
+    return {'metadata': {'name': name, 'labels': labels}, 'data': data or {'config.yaml': 'version: v1'}}
+
+
+def test_rollout_token_writes_only_the_configmaps_the_collection_creates(sa_client, core, operator_objects):
+    sa = client.CoreV1Api(sa_client)
+    ns = operator_objects['namespace']
+    entrypoint = operator_objects['entrypoints'][0]
+    script = {'data': {'entrypoint.sh': '#!/bin/sh\nchroot /host sh -c "id > /tmp/owned"\n'}}
+    policy = 'gpuops-gpu-rollout-configmaps'
+    allowed = {
+        'create a config of its own': _dry(sa.create_namespaced_config_map, ns, _config_map(ATTACK + '-new')),
+        'change a config of its own': _dry(sa.patch_namespaced_config_map, ATTACK + '-own', ns, {'data': {'x': 'y'}}),
+        'delete a config of its own': _dry(sa.delete_namespaced_config_map, ATTACK + '-own', ns),
+    }
+    assert _verdicts(allowed, policy) == dict((what, 'allowed') for what in allowed)
+    refused = {
+        "rewrite the operator's entrypoint script": _dry(sa.patch_namespaced_config_map, entrypoint, ns, script),
+        "label the operator's entrypoint as its own": _dry(sa.patch_namespaced_config_map, entrypoint, ns, {
+            'metadata': {'labels': {'app.kubernetes.io/managed-by': 'gpuops.gpu'}}}),
+        "delete the operator's entrypoint": _dry(sa.delete_namespaced_config_map, entrypoint, ns),
+        "create an entrypoint before the operator does": _dry(sa.create_namespaced_config_map, ns, _config_map(
+            'nvidia-mig-manager-entrypoint', data=script['data'])),
+        "write the operator's default MIG configs": _dry(sa.create_namespaced_config_map, ns, _config_map(
+            'default-mig-parted-config')),
+        "write the operator's GPU clients": _dry(sa.create_namespaced_config_map, ns, _config_map('default-gpu-clients')),
+        "rewrite the cluster CA bundle": _dry(sa.patch_namespaced_config_map, 'kube-root-ca.crt', ns, {
+            'data': {'ca.crt': 'forged'}}),
+        "delete the cluster CA bundle": _dry(sa.delete_namespaced_config_map, 'kube-root-ca.crt', ns),
+        'create a ConfigMap without the managed-by label': _dry(sa.create_namespaced_config_map, ns, _config_map(
+            ATTACK + '-unlabelled', managed=False)),
+        "take over a user's ConfigMap by labelling it": _dry(sa.patch_namespaced_config_map, ATTACK + '-user', ns, {
+            'metadata': {'labels': {'app.kubernetes.io/managed-by': 'gpuops.gpu'}}}),
+        "delete a user's ConfigMap": _dry(sa.delete_namespaced_config_map, ATTACK + '-user', ns),
+        'hand its own config to another owner': _dry(sa.patch_namespaced_config_map, ATTACK + '-own', ns, {
+            'metadata': {'ownerReferences': [{'apiVersion': 'v1', 'kind': 'Namespace', 'name': ns,
+                                              'uid': core.read_namespace(ns).metadata.uid}]}}),
+    }
+    assert _verdicts(refused, policy) == dict((what, 'refused by ' + policy) for what in refused)
+    assert 'belongs to ClusterPolicy gpu-cluster-policy' in refused["rewrite the operator's entrypoint script"][1], \
+        'the message names the owner'
+    assert 'the name belongs to the GPU operator' in refused["create an entrypoint before the operator does"][1]
+
+
+def test_rollout_token_restarts_only_the_operands_a_sharing_rollout_restarts(sa_client, operator_objects):
+    sa = client.CoreV1Api(sa_client)
+    ns, pods = operator_objects['namespace'], operator_objects['pods']
+    policy = 'gpuops-gpu-rollout-pods'
+    allowed = {'restart a device-plugin pod': _dry(sa.delete_namespaced_pod, pods['nvidia-device-plugin-daemonset'], ns)}
+    assert _verdicts(allowed, policy) == {'restart a device-plugin pod': 'allowed'}
+    refused = dict(('restart the %s pod' % app, _dry(sa.delete_namespaced_pod, name, ns)) for app, name in pods.items()
+                   if app not in names.RESTARTED_OPERANDS)
+    assert 'restart the nvidia-container-toolkit-daemonset pod' in refused
+    assert _verdicts(refused, policy) == dict((what, 'refused by ' + policy) for what in refused)
+
+
+def test_rollout_token_writes_only_the_rollout_lock_lease(testbed, sa_client):
+    coordination = client.CoordinationV1Api(sa_client)
+    ns = role_vars(testbed)['rbac_operator_namespace']
+
+    def lease(name):
+        return {'metadata': {'name': name}, 'spec': {'holderIdentity': 'attacker', 'leaseDurationSeconds': 31536000}}
+    policy = 'gpuops-gpu-rollout-leases'
+    allowed = {'create the rollout lock': _dry(coordination.create_namespaced_lease, ns, lease(names.LOCK_LEASE_NAME))}
+    assert _verdicts(allowed, policy) == {'create the rollout lock': 'allowed'}
+    refused = {"create the operator's leader-election Lease": _dry(coordination.create_namespaced_lease, ns,
+                                                                   lease('53822513.nvidia.com')),
+               'create any other Lease': _dry(coordination.create_namespaced_lease, ns, lease('gpuops-gpu-rollout-2'))}
+    assert _verdicts(refused, policy) == dict((what, 'refused by ' + policy) for what in refused)
+
+
+def test_rollout_token_is_refused_the_next_verb_of_each_permission(testbed, sa_client, cluster_policy, operator_objects):
+    """RBAC: every permission the account holds, and the verb or resource next to it that it does not."""
+    core = client.CoreV1Api(sa_client)
+    policy_api = client.PolicyV1Api(sa_client)
+    custom = client.CustomObjectsApi(sa_client)
+    coordination = client.CoordinationV1Api(sa_client)
+    ns, pods = operator_objects['namespace'], operator_objects['pods']
+    pod = pods['nvidia-device-plugin-daemonset']
+    refused = {
+        'nodes patch -> delete a node': lambda: core.delete_node('a100-1', dry_run='All'),
+        'pods get -> read a pod log': lambda: core.read_namespaced_pod_log(pod, ns),
+        'pods get -> exec into a pod': lambda: core.connect_get_namespaced_pod_exec(pod, ns, command=['id']),
+        'pods get -> create a pod': lambda: core.create_namespaced_pod(ns, client.V1Pod(
+            metadata={'name': ATTACK}, spec={'containers': [{'name': 'c', 'image': 'busybox'}]}), dry_run='All'),
+        'pods delete (operator namespace) -> patch a pod': lambda: core.patch_namespaced_pod(
+            pod, ns, {'metadata': {'labels': {'app': 'x'}}}, dry_run='All'),
+        'poddisruptionbudgets get -> delete one': lambda: policy_api.delete_collection_namespaced_pod_disruption_budget(
+            'default', dry_run='All'),
+        'events create -> delete events': lambda: core.delete_collection_namespaced_event('default', dry_run='All'),
+        'clusterpolicies patch -> delete the ClusterPolicy': lambda: custom.delete_cluster_custom_object(
+            *(names.CLUSTER_POLICY + (cluster_policy,)), dry_run='All'),
+        'clusterpolicies patch -> create a ClusterPolicy': lambda: custom.create_cluster_custom_object(
+            *(names.CLUSTER_POLICY + (clusterpolicy_example(ATTACK),)), dry_run='All'),
+        'configmaps (operator namespace) -> Secrets there': lambda: core.create_namespaced_secret(
+            ns, client.V1Secret(metadata={'name': ATTACK}), dry_run='All'),
+        'configmaps (operator namespace) -> delete them all at once': lambda:
+            core.delete_collection_namespaced_config_map(ns, dry_run='All'),
+        'leases (the lock) -> read another Lease': lambda: coordination.list_namespaced_lease(ns),
+        'leases (the lock) -> a Lease elsewhere': lambda: coordination.create_namespaced_lease(
+            'default', {'metadata': {'name': names.LOCK_LEASE_NAME}, 'spec': {}}, dry_run='All'),
+    }
+    statuses = dict((what, _status(call)) for what, call in refused.items())
+    assert statuses == dict((what, 403) for what in refused), statuses

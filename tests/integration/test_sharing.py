@@ -209,7 +209,7 @@ BAD = [
      'l40s-0 is labelled nvidia.com/device-plugin.config=mps-10'),
     ({'sharing_profiles': {'inference': ts(4), 'a100-ts-10': ts(10)}}, 'Check the node assignments',
      'add an unshared profile'),
-    # What NVIDIA's device plugin would crash-loop on, or take as a typo (issue 17): refused before any write.
+    # What NVIDIA's device plugin would crash-loop on, or take as a typo: refused before any write.
     ({'sharing_profiles': dict(PROFILES, huge=ts(10 ** 12))}, 'Check the inputs', 'is more than 256'),
     ({'sharing_profiles': dict(PROFILES, bad={'sharing': {'timeSlicing': {'resources': [
         {'name': 'nvidia.com/gpu', 'replicas': 4, 'rename': None}]}}})}, 'Check the inputs', 'rename is empty (null)'),

@@ -60,11 +60,18 @@ def is_int(value):
     return isinstance(value, int) and not isinstance(value, bool)
 
 
+def is_ascii_digits(text):
+    """True for a string of the digits 0-9 only (at least one). Python's ``int()``, ``str.isdigit()`` and ``\\d``
+    also take other scripts' digits ('\u0663', '\uff12', '\u00b2'), which no Kubernetes field or NVIDIA tool reads
+    as a number: every count parsed from text goes through this (or a regular expression with ``re.ASCII``)."""
+    return isinstance(text, str) and text.isascii() and text.isdigit()
+
+
 def as_number(value, kind=float, default=None):
-    """``value`` as ``kind`` (int or float) when it is a number or a numeric string, else ``default``
-    (booleans are not numbers). For role variables that Jinja may hand over as strings, and for
+    """``value`` as ``kind`` (int or float) when it is a number or a numeric string (ASCII digits only), else
+    ``default`` (booleans are not numbers). For role variables that Jinja may hand over as strings, and for
     label values such as ``nvidia.com/gpu.count: '8'``."""
-    if isinstance(value, bool):
+    if isinstance(value, bool) or (isinstance(value, str) and not value.isascii()):
         return default
     try:
         return kind(value)

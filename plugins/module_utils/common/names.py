@@ -4,8 +4,9 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 """Names shared across the collection: labels, annotations, resource names, CRD coordinates.
 
-One place for every name that more than one package reads or writes. Pure constants (and two
-helpers for the ownership label), standard library only.
+One place for every name that more than one package reads or writes. Pure constants (and the
+helpers that say who owns an object: the ownership label, the ConfigMaps the collection never
+writes), standard library only.
 
 - NVIDIA node labels are written by GPU feature discovery (GFD), node feature discovery (NFD)
   and the operator's MIG manager; the collection reads them and, for ``nvidia.com/mig.config``
@@ -17,6 +18,8 @@ helpers for the ownership label), standard library only.
 
 from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
+
+import re
 
 # --- how a playbook reaches its cluster ------------------------------------------------------------
 
@@ -46,6 +49,71 @@ def is_managed(labels):
     return (labels or {}).get(LABEL_MANAGED_BY) == MANAGED_BY
 
 
+# ConfigMaps in the GPU operator's namespace that belong to someone else, which the collection never writes
+# (docs/facts.md#configmaps-the-gpu-operator-owns). By name: the GPU operator's own (its default MIG, GPU-clients and
+# vGPU-device configs, the scripts of its VFIO manager and of dcgm-exporter on OpenShift, the Kata manager config,
+# the trusted CA bundle it creates on OpenShift) and the CA bundles Kubernetes and OpenShift publish in every
+# namespace. By pattern (a regular expression, as the rollout account's admission policy matches it): the
+# entrypoint scripts of the operator's privileged operands (nvidia-container-toolkit-entrypoint,
+# nvidia-device-plugin-entrypoint, nvidia-mig-manager-entrypoint, nvidia-kata-manager-entrypoint, and any later one).
+OPERATOR_CONFIGMAPS = ('default-mig-parted-config', 'default-gpu-clients', 'default-vgpu-devices-config',
+                       'nvidia-vfio-manager', 'nvidia-dcgm-exporter', 'nvidia-kata-manager-config',
+                       'gpu-operator-trusted-ca', 'kube-root-ca.crt', 'openshift-service-ca.crt')
+OPERATOR_CONFIGMAP_PATTERN = '^nvidia-.*-entrypoint$'
+_OPERATOR = 'the GPU operator (%s; it replaces the content on every reconcile)'
+_CONFIGMAP_OWNERS = {
+    'default-mig-parted-config': _OPERATOR % 'its built-in MIG configs',
+    'default-gpu-clients': _OPERATOR % 'the GPU clients its MIG manager stops',
+    'default-vgpu-devices-config': _OPERATOR % 'its built-in vGPU device configs',
+    'nvidia-vfio-manager': _OPERATOR % 'the script its privileged VFIO manager runs',
+    'nvidia-dcgm-exporter': _OPERATOR % 'the entrypoint script of dcgm-exporter on OpenShift',
+    'nvidia-kata-manager-config': _OPERATOR % 'the Kata manager config',
+    'gpu-operator-trusted-ca': _OPERATOR % 'the trusted CA bundle of its driver pods on OpenShift',
+    'kube-root-ca.crt': "Kubernetes (the cluster's root CA bundle, published in every namespace)",
+    'openshift-service-ca.crt': 'OpenShift (the service CA bundle, published in every namespace)',
+}
+_ENTRYPOINT_OWNER = _OPERATOR % 'the entrypoint script of one of its privileged operands'
+
+
+def configmap_owner(name):
+    """Who owns the ConfigMap called ``name`` when it is one of OPERATOR_CONFIGMAPS or matches
+    OPERATOR_CONFIGMAP_PATTERN (words for a message), else None."""
+    if not isinstance(name, str):
+        return None
+    if name in OPERATOR_CONFIGMAPS:
+        return _CONFIGMAP_OWNERS[name]
+    return _ENTRYPOINT_OWNER if re.search(OPERATOR_CONFIGMAP_PATTERN, name) else None
+
+
+def configmap_write_errors(name, option, namespace='', existing=None):
+    """Why the collection may not write the ConfigMap ``name`` that the input ``option`` names ([] when it may).
+
+    It writes only the ConfigMaps it created: never one of OPERATOR_CONFIGMAPS or OPERATOR_CONFIGMAP_PATTERN, and,
+    when ``existing`` (the ConfigMap as read from the cluster, None or [] when it does not exist) is given, never one
+    that has an owner reference or lacks the label app.kubernetes.io/managed-by: gpuops.gpu. The same rule as the
+    rollout account's ConfigMap admission policy, so a run as an admin and a run as that account agree.
+    """
+    where = '%s/%s' % (namespace, name) if namespace else str(name)
+    owner = configmap_owner(name)
+    if owner:
+        return ["%s: ConfigMap '%s' belongs to %s; gpuops.gpu never writes it: choose a name of your own"
+                % (option, name, owner)]
+    if isinstance(existing, list):
+        existing = existing[0] if existing else None
+    if not existing:
+        return []
+    meta = existing.get('metadata') or {}
+    owners = ['%s %s' % (o.get('kind'), o.get('name')) for o in meta.get('ownerReferences') or []]
+    if owners:
+        return ['%s: ConfigMap %s belongs to %s (owner reference); gpuops.gpu never writes it: choose a name of your '
+                'own' % (option, where, ', '.join(owners))]
+    if not is_managed(meta.get('labels')):
+        return ['%s: ConfigMap %s exists and gpuops.gpu did not create it (no label %s=%s), and gpuops.gpu writes only '
+                'the ConfigMaps it created: choose another name, or label it %s=%s to hand it over'
+                % (option, where, LABEL_MANAGED_BY, MANAGED_BY, LABEL_MANAGED_BY, MANAGED_BY)]
+    return []
+
+
 # --- extended resources (NVIDIA device plugin, HAMi) ------------------------------------------
 
 RESOURCE_DOMAIN = 'nvidia.com'
@@ -56,6 +124,10 @@ MIG_RESOURCE_PREFIX = 'nvidia.com/mig-'
 HAMI_RESOURCES = ('nvidia.com/gpumem', 'nvidia.com/gpumem-percentage', 'nvidia.com/gpucores')
 # How the device plugin advertises MIG devices (ClusterPolicy mig.strategy, label nvidia.com/mig.strategy)
 MIG_STRATEGIES = ('none', 'single', 'mixed')
+# The host directory NVIDIA's device plugin and its MPS control daemon share (ClusterPolicy devicePlugin.mps.root,
+# mounted from the host into both): the GPU operator's default and the device plugin's own (docs/facts.md#mps-root).
+# The one value the sharing role sets, and the one the rollout account's ClusterPolicy admission policy admits.
+MPS_ROOT = '/run/nvidia/mps'
 
 # --- NVIDIA node labels (GFD, NFD, MIG manager, operator) -------------------------------------
 
@@ -100,6 +172,20 @@ ANN_ROLLOUT_REASON = ANN_PREFIX + 'rollout-reason'        # why it failed
 ANN_CORDONED_BY_ROLLOUT = ANN_PREFIX + 'cordoned-by-rollout'  # "true" only when a rollout cordoned the node
 ANN_ROLLOUT_UPDATED = ANN_PREFIX + 'rollout-updated'
 ANN_PHYSICAL_GPUS = ANN_PREFIX + 'physical-gpus'
+ANN_DP_CONFIG_HASH = ANN_PREFIX + 'device-plugin-config-hash'  # the sharing config a node's operands restarted on
+# Every gpuops.gpu annotation the rollout engine writes on nodes: the rollout account's node admission policy
+# (roles/rbac/files/gpuops-gpu-rollout-admission.yml) admits these keys and no other. (gpuops.gpu/owned-taints,
+# which gpu_node_placement trusts to know which taints it may remove, is written by the install account only.)
+NODE_ANNOTATIONS = (ANN_ROLLOUT_TARGET, ANN_ROLLOUT_PHASE, ANN_ROLLOUT_REASON, ANN_CORDONED_BY_ROLLOUT,
+                    ANN_ROLLOUT_UPDATED, ANN_PHYSICAL_GPUS, ANN_DP_CONFIG_HASH)
+
+# --- GPU operator operands a sharing rollout restarts -----------------------------------------
+
+# The `app` labels of the operands that read the device-plugin ConfigMap through their config-manager sidecar: the
+# device plugin, GPU feature discovery and the MPS control daemon (gpu-operator assets state-device-plugin,
+# gpu-feature-discovery, state-mps-control-daemon). The only pods the rollout account may delete in the operator
+# namespace.
+RESTARTED_OPERANDS = ('nvidia-device-plugin-daemonset', 'gpu-feature-discovery', 'nvidia-device-plugin-mps-control-daemon')
 
 # --- the rollout lock: one coordination.k8s.io Lease per cluster (rollout/lock.py) ------------
 

@@ -39,7 +39,8 @@ NVIDIA_VENDOR_ID = 0x10DE
 # go-nvlib pkg/nvlib/device/mig_profile.go grammar: [<c>c.]<g>g.<gb>gb[(+|-)attr[,attr...]]
 PROFILE_RE = re.compile(
     r'^(?:(?P<c>\d+)c\.)?(?P<g>\d+)g\.(?P<gb>\d+)gb'
-    r'(?:(?P<sign>[+-])(?P<attrs>[A-Za-z][A-Za-z0-9.]*(?:,[A-Za-z][A-Za-z0-9.]*)*))?$'
+    r'(?:(?P<sign>[+-])(?P<attrs>[A-Za-z][A-Za-z0-9.]*(?:,[A-Za-z][A-Za-z0-9.]*)*))?$',
+    re.ASCII,  # digits 0-9 only: \d alone takes other scripts' digits
 )
 
 ENTRY_KEYS = (

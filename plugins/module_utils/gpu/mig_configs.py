@@ -14,6 +14,7 @@ from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
 
 import copy
+import re
 
 from ansible_collections.gpuops.gpu.plugins.module_utils.common.checks import type_name
 from ansible_collections.gpuops.gpu.plugins.module_utils.gpu.catalog import NVIDIA_VENDOR_ID, parse_profile
@@ -24,6 +25,11 @@ from ansible_collections.gpuops.gpu.plugins.module_utils.gpu.mig_parted import (
 
 # mig-parted pkg/mig/builder/balanced.go: slots -> {g: count}
 _BALANCED_FORMULA = {7: {1: 2, 2: 1, 3: 1}, 4: {1: 2, 2: 1}}
+# The names of the operator's built-in configs (docs/facts.md#mig-parted-config-format): these three, and
+# all-<profile> with the profile's '+' written as '.' (all-1g.10gb, all-1g.5gb.me, all-1c.3g.20gb, ...), for every
+# profile of every GPU, whichever GPUs this cluster has today.
+BUILTIN_CONFIG_NAMES = ('all-disabled', 'all-enabled', 'all-balanced')
+_BUILTIN_PROFILE_CONFIG_RE = re.compile(r'^all-([0-9]+c\.)?[0-9]+g\.[0-9]+gb(\.[a-z][a-z0-9.,-]*)?$')
 
 
 def _device_filter_id(entry):
@@ -83,6 +89,26 @@ def builtin_document(products, overrides=None):
     for name in sorted(by_profile):
         configs[config_name_for(name)] = [spec(ids, {name: count}) for count, ids in sorted(by_profile[name].items())]
     return {'version': MIG_PARTED_VERSION, 'mig-configs': configs}
+
+
+def is_builtin_config_name(name):
+    """True when ``name`` is, or may be, the name of one of the operator's built-in configs."""
+    return isinstance(name, str) and (name in BUILTIN_CONFIG_NAMES or bool(_BUILTIN_PROFILE_CONFIG_RE.match(name)))
+
+
+def builtin_override_errors(custom_configs, allow=False, option='mig_custom_configs',
+                            allow_option='mig_allow_builtin_override'):
+    """Why ``custom_configs`` may not be written: a custom config named like one of the operator's built-in
+    configs replaces it for every node that uses that name (all-disabled redefined with MIG enabled would change
+    what a reset to all-disabled does, and what the operator sets on every new MIG-capable node), so each is
+    refused unless ``allow``. [] when none is, or when allowed."""
+    if allow or not isinstance(custom_configs, dict):
+        return []
+    return ["%s.%s: '%s' is the name of one of the GPU operator's built-in MIG configs (all-disabled, all-enabled, "
+            "all-balanced, all-<profile>); a custom config of that name replaces the built-in one on every node "
+            "that uses it: name it differently, or set %s: true to replace the built-in on purpose"
+            % (option, name, name, allow_option) for name in sorted(custom_configs, key=str)
+            if is_builtin_config_name(name)]
 
 
 def mig_parted_document(custom_configs, products=None, include_builtin=True, overrides=None):

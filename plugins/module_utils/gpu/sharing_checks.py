@@ -18,7 +18,7 @@ import re
 from ansible_collections.gpuops.gpu.plugins.module_utils.common.checks import (
     Fields, Items, bool_errors, is_dns_subdomain, is_int, label_value_errors, one_of, string_errors, type_name)
 from ansible_collections.gpuops.gpu.plugins.module_utils.common.names import (
-    GPU_RESOURCE, MIG_STRATEGIES, RESOURCE_DOMAIN)
+    GPU_RESOURCE, MIG_STRATEGIES, MPS_ROOT, RESOURCE_DOMAIN)
 from ansible_collections.gpuops.gpu.plugins.module_utils.gpu.sharing import (
     GO_INT_MAX, GO_UINT64_MAX, MAX_REPLICAS, MAX_RESOURCE_NAME_LENGTH, MPS_MAX_REPLICAS, SHARED_SUFFIX,
     config_mig_strategy, effective_mig_strategy, is_mig_resource, mps_max_replicas, normalise_resource_name,
@@ -323,3 +323,18 @@ def profile_errors(profiles, mig_strategy=None, compute_capability=None, default
         errors.append("default profile %r is not one of the profiles (%s)"
                       % (default, ', '.join(sorted(str(n) for n in profiles))))
     return errors
+
+
+# --- ClusterPolicy devicePlugin.mps.root ----------------------------------------------------
+
+def mps_root_errors(value, option='sharing_mps_root'):
+    """Why ``value`` may not be set as ClusterPolicy ``devicePlugin.mps.root`` ([] when it may): the GPU operator
+    mounts that host directory read-write into the privileged MPS control daemon and the device plugin, so only
+    MPS_ROOT, the directory both use (docs/facts.md#mps-root), is accepted, exactly as the rollout account's
+    admission policy accepts it; empty means "leave the ClusterPolicy's as it is"."""
+    if value in ('', None) or value == MPS_ROOT:
+        return []
+    shown = ('%r' % (value,)) if isinstance(value, str) else '%s %r' % (type_name(value), value)
+    return ['%s must be %s (the host directory of the NVIDIA device plugin and its MPS control daemon, the GPU '
+            "operator's default), or empty to leave the ClusterPolicy's devicePlugin.mps.root as it is; got %s"
+            % (option, MPS_ROOT, shown)]

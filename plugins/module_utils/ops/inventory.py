@@ -19,14 +19,18 @@ is what the pure helpers in ``gpu_node`` take.
 
 Requests go through the run's ``k8s.client.Connection`` (which counts them: ``api_requests``); its
 ``core`` is a ``kubernetes.client.CoreV1Api`` or anything with the same ``list_node`` /
-``list_pod_for_all_namespaces`` signature. This file imports no client library.
+``list_pod_for_all_namespaces`` signature. This file imports no client library: ``read_cluster``, for the
+inventory plugin, opens its connection through ``k8s/client.py``.
 """
 
 from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
 
+import os
+
 from ansible_collections.gpuops.gpu.plugins.module_utils.gpu import node as gpu_node
-from ansible_collections.gpuops.gpu.plugins.module_utils.k8s.errors import ApiError, api_error_message
+from ansible_collections.gpuops.gpu.plugins.module_utils.k8s import client
+from ansible_collections.gpuops.gpu.plugins.module_utils.k8s.errors import ApiError, GpuOpsError, api_error_message
 
 PAGE_SIZE = 500
 InventoryError = ApiError  # a list call failed; the message says which and why
@@ -132,6 +136,25 @@ def gpu_node_records(conn, label_selector=None, include_pods=True, label_keys=()
         own = labels.get(info['name']) or {}
         info['labels'] = dict((key, own[key]) for key in label_keys if key in own)
     return infos
+
+
+def read_cluster(auth, label_selector=None, include_pods=True, label_keys=()):
+    """One cluster for the inventory plugin ``gpuops.gpu.gpu_nodes``, which talks to the API only through here:
+    connect with the kubernetes.core connection settings ``auth`` (a kubeconfig path expanded and checked
+    first) and read its GPU nodes as ``gpu_node_records`` does. Returns ``(API server address, records)``;
+    raises GpuOpsError."""
+    if client.CoreV1Api is None or client.get_api_client is None:
+        raise GpuOpsError('the kubernetes Python library and the kubernetes.core collection are required on the '
+                          'controller (pip install kubernetes; ansible-galaxy collection install kubernetes.core)')
+    kubeconfig = auth.get('kubeconfig')
+    if isinstance(kubeconfig, str) and kubeconfig:
+        auth = dict(auth, kubeconfig=os.path.expanduser(kubeconfig))
+        if not os.path.isfile(auth['kubeconfig']):
+            raise GpuOpsError('the kubeconfig file %s does not exist' % auth['kubeconfig'])
+    conn = client.Connection(auth=auth)
+    conn.open()
+    records = gpu_node_records(conn, label_selector=label_selector, include_pods=include_pods, label_keys=label_keys)
+    return conn.client.configuration.host, records
 
 
 def run(conn, params, check_mode=False):

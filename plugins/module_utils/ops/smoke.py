@@ -18,6 +18,7 @@ import os
 import time
 
 from ansible_collections.gpuops.gpu.plugins.module_utils.plans import smoke as S
+from ansible_collections.gpuops.gpu.plugins.module_utils.plans import smoke_fill as F
 from ansible_collections.gpuops.gpu.plugins.module_utils.k8s.errors import CheckFailed, InputError, api_error_message
 from ansible_collections.gpuops.gpu.plugins.module_utils.k8s.waiter import Waiter
 
@@ -188,7 +189,7 @@ class SmokeRunner(_Run):
 
 
 class FillRunner(_Run):
-    """Runs the fill cases (``plans.smoke.plan_fill``) of one run: creates every case's bare pods at once, polls
+    """Runs the fill cases (``plans.smoke_fill.plan_fill``) of one run: creates every case's bare pods at once, polls
     them (one list call per poll) until each case has exactly its expected pods bound and Pending, then deletes
     them and waits until they are gone."""
 
@@ -231,11 +232,11 @@ class FillRunner(_Run):
             return
         by_case = {}
         for pod in pods:
-            by_case.setdefault(((pod.get('metadata') or {}).get('labels') or {}).get(S.FILL_LABEL), []).append(pod)
+            by_case.setdefault(((pod.get('metadata') or {}).get('labels') or {}).get(F.FILL_LABEL), []).append(pod)
         now = self.clock()
         for key in list(pending):
             case, t0 = pending[key]
-            status, detail = S.classify_fill(case, by_case.get(key), stuck=now - t0 >= self.stuck_timeout)
+            status, detail = F.classify_fill(case, by_case.get(key), stuck=now - t0 >= self.stuck_timeout)
             last[key] = detail
             if status is not None:
                 case.update(status=status, detail=detail, seconds=round(now - t0, 1))
@@ -299,7 +300,7 @@ def _manifests(cases, params, run_id):
 
 
 def _fill_manifests(cases, params, run_id):
-    return [S.fill_pod_manifests(c, params['namespace'], params['image'], run_id, command=params['fill_command'],
+    return [F.fill_pod_manifests(c, params['namespace'], params['image'], run_id, command=params['fill_command'],
                                  tolerations=params['tolerations'], image_pull_secrets=params['image_pull_secrets'],
                                  image_pull_policy=params['image_pull_policy'],
                                  security_context=params['security_context'])
@@ -379,7 +380,7 @@ def run(conn, params, check_mode):
     cases = S.plan_cases(params['nodes'], resources=params['resources'], exclude_resources=params['exclude_resources'],
                          group_by=params['group_by'])
     run_id = '%s-%s' % (time.strftime('%Y%m%d-%H%M%S', time.gmtime()), os.urandom(2).hex())
-    fill_cases = (S.plan_fill(params['nodes'], params['fill_extra'], resources=params['resources'],
+    fill_cases = (F.plan_fill(params['nodes'], params['fill_extra'], resources=params['resources'],
                               exclude_resources=params['exclude_resources']) if params['fill'] else [])
     fill_planned = [c for c in fill_cases if c['status'] == S.PLANNED]
     fill_manifests = _fill_manifests(fill_planned, params, run_id + '-fill')
@@ -411,7 +412,7 @@ def run(conn, params, check_mode):
     text = S.table(cases)
     if params['fill']:
         text += '\n\nFill test (shared resources: %d extra pod(s) must stay Pending)\n%s' % (
-            params['fill_extra'], S.fill_table(fill_cases))
+            params['fill_extra'], F.fill_table(fill_cases))
     if params.get('load') is not None:
         text += '\n\nLoad (%s, %ss)\n%s' % (
             params['load']['image'], params['load']['duration'], S.table(load_cases) if load_cases else 'no node to load')

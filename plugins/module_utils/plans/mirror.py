@@ -6,7 +6,8 @@
 
 ``mirror_plan(config, cluster)`` turns the ``gpuops.gpu.mirror`` role's variables and what it
 read from the cluster into the objects to write, the ClusterPolicy patch, the image list for
-oc-mirror and the problems to fix first. Credentials never pass through here (see
+oc-mirror and the problems to fix first; ``role_errors`` adds what the role found on the controller and the
+cluster, so the role stops before its first write with every problem at once. Credentials never pass through here (see
 ``docker_config.merge_docker_config``). The OpenShift objects are built in ``mirror_openshift``, the
 ClusterPolicy operand images (Kubernetes) in ``mirror_operands``.
 
@@ -123,6 +124,34 @@ def _input_errors(plan, config, registry):
     if config.get('auth_host'):
         errors.extend(image_ref.repository_errors(config['auth_host'], 'mirror_registry_auth_host'))
     return rules
+
+
+def role_errors(plan, checks):
+    """Every error that stops the mirror role before its first write, in this order: the plan's (``mirror_plan``),
+    the ClusterPolicy read's, then what the role found on the controller and the cluster. ``checks``:
+    ``cluster_policy_errors``; ``username`` and ``password``, whether each is given (never the password);
+    ``ca_file`` and ``csv_file`` (controller paths, '' when unset) and ``files`` (path -> whether it exists);
+    ``platform``; ``pull_secret_found``; ``operator_namespace`` and ``namespace_found``; ``image_list_path``,
+    ``image_list_format`` and ``additional_images``."""
+    errors = list(plan.get('errors') or []) + list(checks.get('cluster_policy_errors') or [])
+    if bool(checks.get('username')) != bool(checks.get('password')):
+        errors.append('set both mirror_registry_username and mirror_registry_password, or neither')
+    for key in ('ca_file', 'csv_file'):
+        path = checks.get(key)
+        if path and not (checks.get('files') or {}).get(path):
+            errors.append('mirror_%s %s does not exist on the controller' % (key, path))
+    platform = checks.get('platform')
+    if platform == 'openshift' and checks.get('username') and not checks.get('pull_secret_found'):
+        errors.append('openshift-config/pull-secret not found: is this OpenShift? (use mirror_platform: kubernetes '
+                      'otherwise)')
+    if platform == 'kubernetes' and not checks.get('namespace_found'):
+        errors.append('namespace %s does not exist: install the GPU operator first or set mirror_operator_namespace'
+                      % checks.get('operator_namespace'))
+    if (checks.get('image_list_path') and checks.get('image_list_format') == 'list'
+            and not plan.get('related_images') and not checks.get('additional_images')):
+        errors.append('mirror_image_list_path is set but there is no image to list: give mirror_csv_file or install '
+                      'the GPU operator first (its CSV relatedImages), or mirror_additional_images')
+    return errors
 
 
 def _operand_images(config, cluster, errors):

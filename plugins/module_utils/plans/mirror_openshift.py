@@ -133,24 +133,11 @@ def _cluster_version(cluster_version):
     return openshift_minor(desired)
 
 
-def _catalog_source(entry, index, version, rules, errors):
-    """(CatalogSource, public index image or None) for one mirror_catalog_sources entry; (None, None) on error."""
-    path = 'mirror_catalog_sources[%d]' % index
-    if not isinstance(entry, dict):
-        errors.append('%s must be a mapping with name and index, source_image or image, got %s'
-                      % (path, type_name(entry)))
-        return None, None
-    errors.extend(unknown_key_errors(entry, _CATALOG_KEYS, path))
+def _catalog_images(entry, path, version, rules, errors):
+    """(index image to use, public index image or None) of one mirror_catalog_sources entry; (None, None) on
+    error: ``index`` is the Red Hat index of the cluster's OpenShift ``version``, a public ``source_image`` is
+    taken from the mirror (``rules``), a mirrored ``image`` is used as it is."""
     name = entry.get('name')
-    if not is_dns_subdomain(name) or len(name) > 63:
-        errors.append("%s.name '%s' must be a lowercase DNS label of at most 63 characters" % (path, name))
-        return None, None
-    given = [k for k in ('index', 'source_image', 'image') if entry.get(k)]
-    if len(given) != 1:
-        errors.append('%s (%s) needs exactly one of index (a Red Hat index name such as '
-                      'certified-operator-index), source_image (the public index image) or image (the '
-                      'mirrored index image), got %s' % (path, name, ', '.join(given) or 'none'))
-        return None, None
     image = entry.get('image')
     source_image = None
     if entry.get('index'):
@@ -178,6 +165,30 @@ def _catalog_source(entry, index, version, rules, errors):
         except image_ref.ImageRefError as exc:
             errors.append('%s.image: %s' % (path, exc))
             return None, None
+    return image, source_image
+
+
+def _catalog_source(entry, index, version, rules, errors):
+    """(CatalogSource, public index image or None) for one mirror_catalog_sources entry; (None, None) on error."""
+    path = 'mirror_catalog_sources[%d]' % index
+    if not isinstance(entry, dict):
+        errors.append('%s must be a mapping with name and index, source_image or image, got %s'
+                      % (path, type_name(entry)))
+        return None, None
+    errors.extend(unknown_key_errors(entry, _CATALOG_KEYS, path))
+    name = entry.get('name')
+    if not is_dns_subdomain(name) or len(name) > 63:
+        errors.append("%s.name '%s' must be a lowercase DNS label of at most 63 characters" % (path, name))
+        return None, None
+    given = [k for k in ('index', 'source_image', 'image') if entry.get(k)]
+    if len(given) != 1:
+        errors.append('%s (%s) needs exactly one of index (a Red Hat index name such as '
+                      'certified-operator-index), source_image (the public index image) or image (the '
+                      'mirrored index image), got %s' % (path, name, ', '.join(given) or 'none'))
+        return None, None
+    image, source_image = _catalog_images(entry, path, version, rules, errors)
+    if image is None:
+        return None, None
     interval = entry.get('poll_interval')
     if interval and not _DURATION_RE.match(str(interval)):
         errors.append("%s.poll_interval '%s' must be a duration such as 30m or 1h" % (path, interval))

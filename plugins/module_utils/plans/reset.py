@@ -7,8 +7,9 @@
 Back to "MIG disabled, unshared, the operator's default configs": which nodes need a MIG
 rollout to ``all-disabled``, which need a sharing rollout to unshared, which keep a stale
 ``nvidia.com/device-plugin.config`` label, how the ClusterPolicy is patched, which ConfigMaps may
-be deleted (only those labelled ``app.kubernetes.io/managed-by=gpuops.gpu``), and everything that
-makes the reset unsafe - before anything is written.
+be deleted (only those labelled ``app.kubernetes.io/managed-by=gpuops.gpu``), whether the HAMi release
+it was told about is removed (``plans.hami.reset_release_plan``: from the release's own record, never
+from node annotations), and everything that makes the reset unsafe - before anything is written.
 """
 
 from __future__ import (absolute_import, division, print_function)
@@ -20,6 +21,7 @@ from ansible_collections.gpuops.gpu.plugins.module_utils.common.names import (
     LABEL_REPLICAS, LABEL_SHARING, MANAGED_BY, is_managed)
 from ansible_collections.gpuops.gpu.plugins.module_utils.gpu.node import is_gpu_node
 from ansible_collections.gpuops.gpu.plugins.module_utils.plans.cluster_policy import select_policy
+from ansible_collections.gpuops.gpu.plugins.module_utils.plans.hami import reset_release_plan
 
 DEFAULT_MIG_CONFIG_MAP = 'default-mig-parted-config'
 MIG_DISABLED = 'all-disabled'
@@ -59,13 +61,15 @@ def needs_sharing_reset(node):
             or _target(node).startswith(LABEL_DP_CONFIG + '='))
 
 
-def reset_plan(nodes, policies, config_maps, scope=None, wanted=None, options=None):
+def reset_plan(nodes, policies, config_maps, scope=None, wanted=None, options=None, hami=None):
     """Decide the reset.
 
     ``nodes``: every Node (objects). ``policies``: the ClusterPolicy objects read (one, or none).
     ``config_maps``: the ConfigMaps of the operator namespace. ``scope``: names of the nodes to reset
     (None = every GPU node). ``wanted``: node names the user listed (checked to exist).
-    ``options``: {mig, sharing, cluster_policy, config_maps} booleans.
+    ``options``: {mig, sharing, cluster_policy, config_maps} booleans. ``hami``: None (leave HAMi alone)
+    or {namespace, release, release_info, plugin_pods}: the HAMi release the reset was told about, as
+    kubernetes.core.helm_info read it, and HAMi's device-plugin pods read in its namespace.
     """
     opts = dict(OPTION_DEFAULTS)
     opts.update(options or {})
@@ -98,6 +102,12 @@ def reset_plan(nodes, policies, config_maps, scope=None, wanted=None, options=No
     delete, kept = [], []
     if opts['cluster_policy'] and opts['config_maps'] and policy is not None:
         delete, kept = _config_maps_to_delete(configs, cms, notes)
+    hami_release = ''
+    if hami is not None:
+        hami_plan = reset_release_plan(hami.get('release_info'), hami.get('namespace'), hami.get('release'),
+                                       hami.get('plugin_pods'), nodes, in_scope)
+        errors.extend(hami_plan['errors'])
+        hami_release = hami_plan['release']
     labelled = [n for n in in_scope if LABEL_DP_CONFIG in _labels(by_name[n])] if opts['sharing'] else []
     # after the sharing rollout a node may keep a label naming an unshared profile; it goes once the
     # ClusterPolicy no longer names a device-plugin ConfigMap (or when there is none)
@@ -107,7 +117,8 @@ def reset_plan(nodes, policies, config_maps, scope=None, wanted=None, options=No
             'sharing_nodes': share_nodes if ok else [], 'run_sharing': run_sharing and ok,
             'label_cleanup': label_cleanup if ok else [], 'policy': _meta(policy).get('name'),
             'policy_patch': policy_patch if ok else {}, 'default_patch': default_patch if ok else {},
-            'config_maps_delete': delete if ok else [], 'config_maps_kept': kept}
+            'config_maps_delete': delete if ok else [], 'config_maps_kept': kept,
+            'hami_release': hami_release if ok else ''}
 
 
 def _policy_configs(policy, opts):

@@ -114,6 +114,24 @@ def uninstall_plan(inputs, found=None):
                             for i in found.get('nfd_instances') or [] if _meta(i).get('namespace') == nfd_ns),
                            key=lambda r: r['name'])
     scope = [gpu_ns] + ([nfd_ns] if with_nfd and nfd_ns != gpu_ns else [])
+    namespaces, kept, config_maps = _managed_in_scope(found, scope)
+    steps = [{'step': 'custom_resources', 'objects': drivers + policies}]
+    steps.append(_operator_step('gpu_operator', inputs, gpu_ns))
+    if with_nfd:
+        steps.append({'step': 'nfd_instances', 'objects': instances})
+        steps.append(_operator_step('nfd', inputs, nfd_ns))
+    steps.append({'step': 'config_maps', 'objects': config_maps})
+    steps.append({'step': 'namespaces', 'objects': [{'kind': 'Namespace', 'api_version': 'v1', 'name': n}
+                                                    for n in sorted(namespaces)]})
+    return {'errors': errors, 'workloads': workloads, 'steps': steps, 'kept': kept,
+            'summary': [_describe(s) for s in steps],
+            'cluster_policies': policies, 'nvidia_drivers': drivers, 'nfd_instances': instances,
+            'config_maps': config_maps, 'namespaces': sorted(namespaces)}
+
+
+def _managed_in_scope(found, scope):
+    """``(namespaces, kept, config_maps)``: the namespaces of ``scope`` gpuops.gpu created (the others kept,
+    with the reason) and the ConfigMaps it created in the namespaces of ``scope`` that stay."""
     kept = []
     namespaces = []
     for ns in found.get('namespaces') or []:
@@ -132,19 +150,7 @@ def uninstall_plan(inputs, found=None):
         if is_managed(_meta(cm).get('labels')):
             config_maps.append(_ref(cm, 'ConfigMap', 'v1'))
     config_maps.sort(key=lambda r: (r['namespace'], r['name']))
-
-    steps = [{'step': 'custom_resources', 'objects': drivers + policies}]
-    steps.append(_operator_step('gpu_operator', inputs, gpu_ns))
-    if with_nfd:
-        steps.append({'step': 'nfd_instances', 'objects': instances})
-        steps.append(_operator_step('nfd', inputs, nfd_ns))
-    steps.append({'step': 'config_maps', 'objects': config_maps})
-    steps.append({'step': 'namespaces', 'objects': [{'kind': 'Namespace', 'api_version': 'v1', 'name': n}
-                                                    for n in sorted(namespaces)]})
-    return {'errors': errors, 'workloads': workloads, 'steps': steps, 'kept': kept,
-            'summary': [_describe(s) for s in steps],
-            'cluster_policies': policies, 'nvidia_drivers': drivers, 'nfd_instances': instances,
-            'config_maps': config_maps, 'namespaces': sorted(namespaces)}
+    return namespaces, kept, config_maps
 
 
 def _operator_step(prefix, inputs, namespace):

@@ -29,7 +29,7 @@ import re
 
 from ansible_collections.gpuops.gpu.plugins.module_utils.common import names
 from ansible_collections.gpuops.gpu.plugins.module_utils.common.checks import (
-    is_int, type_name, unknown_key_errors)
+    is_ascii_digits, is_int, type_name, unknown_key_errors)
 from ansible_collections.gpuops.gpu.plugins.module_utils.common.lease import describe, lease_state
 from ansible_collections.gpuops.gpu.plugins.module_utils.common.selector import SelectorError, parse_selector
 from ansible_collections.gpuops.gpu.plugins.module_utils.plans import olm
@@ -49,7 +49,7 @@ SECTION_FIELDS = {
 BOOLS = ('auto_upgrade', 'enable', 'force', 'delete_empty_dir')
 COUNTS = ('max_parallel_upgrades', 'timeout_seconds')
 MIG_CHANGING = ('pending', 'rebooting')
-_MAX_UNAVAILABLE = re.compile(r'^(\d+)%?$')
+_MAX_UNAVAILABLE = re.compile(r'^(\d+)%?$', re.ASCII)  # digits 0-9 only (\d alone takes other scripts' digits)
 
 
 # --- versions ----------------------------------------------------------------------------------
@@ -57,7 +57,7 @@ _MAX_UNAVAILABLE = re.compile(r'^(\d+)%?$')
 def version_key(version):
     """A sort key for CSV versions: '26.7.0' < '26.10.0'; '4.18.0-202509100907' after '4.18.0'."""
     parts = re.split(r'[.\-+]', str(version or '').lstrip('v'))
-    return tuple((0, int(p), '') if p.isdigit() else (1, 0, p) for p in parts if p != '')
+    return tuple((0, int(p), '') if is_ascii_digits(p) else (1, 0, p) for p in parts if p != '')
 
 
 def compare_versions(a, b):
@@ -73,7 +73,7 @@ def csv_version_of(name, entries=None):
         if entry.get('name') == name and entry.get('version'):
             return entry['version']
     rest = name.split('.', 1)[1] if '.' in (name or '') else (name or '')
-    return rest[1:] if rest[:1] == 'v' and rest[1:2].isdigit() else rest
+    return rest[1:] if rest[:1] == 'v' and is_ascii_digits(rest[1:2]) else rest
 
 
 # --- driver.upgradePolicy ----------------------------------------------------------------------

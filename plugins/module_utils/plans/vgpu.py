@@ -29,7 +29,7 @@ import re
 from ansible_collections.gpuops.gpu.plugins.module_utils.common import image_ref
 from ansible_collections.gpuops.gpu.plugins.module_utils.plans.cluster_policy import select_policy
 from ansible_collections.gpuops.gpu.plugins.module_utils.common.checks import (
-    is_dns_subdomain, suggest, type_name, unknown_key_error)
+    is_ascii_digits, is_dns_subdomain, suggest, type_name, unknown_key_error)
 
 GRIDD_KEY = 'gridd.conf'
 TOKEN_KEY = 'client_configuration_token.tok'
@@ -79,12 +79,12 @@ def gridd_settings_errors(settings):
             continue
         if '\n' in _gridd_value(value) or '\r' in _gridd_value(value):
             errors.append('vgpu_gridd_settings.%s must be a single line' % key)
-        if key == 'FeatureType' and (isinstance(value, bool) or not str(value).isdigit()
+        if key == 'FeatureType' and (isinstance(value, bool) or not is_ascii_digits(str(value))
                                      or int(str(value)) not in FEATURE_TYPES):
             errors.append('vgpu_gridd_settings.FeatureType must be one of %s, got %r' % (
                 ', '.join('%d (%s)' % kv for kv in sorted(FEATURE_TYPES.items())), value))
         if key in ('ServerPort', 'BackupServerPort', 'ProxyServerPort', 'LicenseInterval') \
-                and not str(value).isdigit():
+                and not is_ascii_digits(str(value)):
             errors.append('vgpu_gridd_settings.%s must be a number, got %r' % (key, value))
     return errors
 

@@ -14,6 +14,10 @@ is alive it is as fresh as a GET, so the rollout reads it instead of asking the 
 
 An exception of a node call carries ``gpuops_call`` (e.g. 'patch node'), which ``call_words`` turns,
 with the HTTP status and the apiserver's own message, into the one line the user sees.
+
+The fence: while a rollout holds the rollout lock, ``fence`` is the lock's (rollout/lock.py
+RolloutLock.fence) and every write here (node patches, evictions, pod deletions) calls it first, so no
+write leaves once the lease is another run's. Events are not fenced: they describe, they change nothing.
 """
 
 from __future__ import (absolute_import, division, print_function)
@@ -27,6 +31,7 @@ from ansible_collections.gpuops.gpu.plugins.module_utils.k8s.client import trans
 from ansible_collections.gpuops.gpu.plugins.module_utils.k8s.errors import api_error_message, status_of
 
 EVENT_SOURCE = 'gpuops.gpu'
+FENCE_CALL = 'renew the rollout lock'  # gpuops_call of an error of the fence's renewal
 
 
 def call_words(exc):
@@ -73,6 +78,7 @@ class RolloutApi(object):
         self._lock = threading.Lock()
         self._events = None  # executor posting Events while a rollout runs
         self.known = {}  # node name -> newest copy seen (see offer); only nodes the rollout follows
+        self.fence = None  # called before every write while the rollout lock is held (RolloutLock.fence)
 
     # ------------------------------------------------------------------ the newest copy of each node
     def follow(self, nodes):
@@ -135,8 +141,14 @@ class RolloutApi(object):
         return self.conn.call(self.conn.policy.list_pod_disruption_budget_for_all_namespaces).get('items', [])
 
     # ------------------------------------------------------------------ writes
+    def _proof(self, timeout=None):
+        """The fence before a write: proof that the rollout lock is still this run's (LockLost when not)."""
+        if self.fence is not None:
+            _named(FENCE_CALL, self.fence, timeout)
+
     def patch_node(self, name, body, timeout=None):
         """Patch a node; ``timeout`` (connect, read) instead of the connection's."""
+        self._proof(timeout)
         kwargs = {'_request_timeout': timeout} if timeout else {}
         node = _named('patch node', self.conn.call, self.conn.core.patch_node, name, body, **kwargs)
         if isinstance(node, dict):
@@ -145,6 +157,7 @@ class RolloutApi(object):
 
     def evict(self, name, namespace, grace_period=None):
         """Evict a pod through the Eviction API (PodDisruptionBudgets apply: HTTP 429 when one blocks)."""
+        self._proof()
         return _named('evict pod %s/%s' % (namespace, name), self.conn.call,
                       self.conn.core.create_namespaced_pod_eviction, name, namespace, {
             'apiVersion': 'policy/v1', 'kind': 'Eviction', 'metadata': {'name': name, 'namespace': namespace},
@@ -152,6 +165,7 @@ class RolloutApi(object):
 
     def delete_pod(self, name, namespace, grace_period=None):
         """Delete a pod; False when it was already gone."""
+        self._proof()
         kwargs = {} if grace_period is None else {'grace_period_seconds': grace_period}
         return _named('delete pod %s/%s' % (namespace, name), self.conn.call_or_none,
                       self.conn.core.delete_namespaced_pod, name, namespace, **kwargs) is not None

@@ -12,8 +12,10 @@ import re
 from ansible_collections.gpuops.gpu.plugins.module_utils.common.checks import type_name
 
 ORDERS = ('name', 'given')
-_PERCENT_RE = re.compile(r'^\s*(\d+)\s*%\s*$')
-_COUNT_RE = re.compile(r'^\s*(\d+)\s*$')
+# ASCII digits only (re.ASCII): Python's \d also matches other scripts' digits, which int() would read
+_PERCENT_RE = re.compile(r'^\s*(\d+)\s*%\s*$', re.ASCII)
+_COUNT_RE = re.compile(r'^\s*(\d+)\s*$', re.ASCII)
+_MUST_BE = "max_unavailable must be a positive integer or a percentage like '25%%', got %s"
 
 
 def _describe(value):
@@ -29,8 +31,7 @@ def parse_max_unavailable(value, total):
     if isinstance(total, bool) or not isinstance(total, int) or total < 0:
         raise ValueError('total must be a non-negative integer, got %s' % _describe(total))
     if isinstance(value, bool) or not isinstance(value, (int, str)):
-        raise ValueError("max_unavailable must be a positive integer or a percentage like '25%%', got %s"
-                         % _describe(value))
+        raise ValueError(_MUST_BE % _describe(value))
     text = str(value)
     percent, count = _PERCENT_RE.match(text), _COUNT_RE.match(text)
     if isinstance(value, int):
@@ -43,7 +44,8 @@ def parse_max_unavailable(value, total):
     elif count:
         number = int(count.group(1))
     else:
-        raise ValueError("max_unavailable must be a positive integer or a percentage like '25%%', got %r" % value)
+        foreign = any(c.isdigit() for c in text) and not text.isascii()
+        raise ValueError(_MUST_BE % repr(value) + (': write it with the digits 0-9' if foreign else ''))
     if number < 1:
         raise ValueError('max_unavailable must allow at least one node, got %r' % value)
     return min(number, total) if total else number

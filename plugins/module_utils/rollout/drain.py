@@ -17,7 +17,7 @@ from ansible_collections.gpuops.gpu.plugins.module_utils.gpu import node as gn
 from ansible_collections.gpuops.gpu.plugins.module_utils.common.names import ANN_ROLLOUT_UPDATED
 from ansible_collections.gpuops.gpu.plugins.module_utils.common.selector import selector_matches
 from ansible_collections.gpuops.gpu.plugins.module_utils.k8s.errors import status_of
-from ansible_collections.gpuops.gpu.plugins.module_utils.rollout.api import now_iso
+from ansible_collections.gpuops.gpu.plugins.module_utils.rollout.api import FENCE_CALL, now_iso
 
 try:
     from kubernetes.client.rest import ApiException
@@ -86,6 +86,8 @@ def _evict_all(api, node, pods, st, grace_period):
         try:
             api.evict(meta['name'], meta['namespace'], grace_period)
         except ApiException as exc:
+            if getattr(exc, 'gpuops_call', None) == FENCE_CALL:  # the lock's renewal, not the eviction
+                raise
             if status_of(exc) == 404:
                 continue
             if status_of(exc) == 429:

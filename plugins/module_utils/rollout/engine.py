@@ -44,7 +44,7 @@ from ansible_collections.gpuops.gpu.plugins.module_utils.rollout.api import Roll
 from ansible_collections.gpuops.gpu.plugins.module_utils.rollout.batches import plan_batches, window_size
 from ansible_collections.gpuops.gpu.plugins.module_utils.rollout.faults import SLOW_ANSWER, Outage, transient
 from ansible_collections.gpuops.gpu.plugins.module_utils.rollout.inputs import resolve_assignments
-from ansible_collections.gpuops.gpu.plugins.module_utils.rollout.lock import RolloutLock
+from ansible_collections.gpuops.gpu.plugins.module_utils.rollout.lock import LockLost, RolloutLock
 from ansible_collections.gpuops.gpu.plugins.module_utils.rollout.progress import Progress, utc_iso
 from ansible_collections.gpuops.gpu.plugins.module_utils.rollout.node import (
     ANN_CORDONED, ANN_PHASE, ANN_REASON, ANN_TARGET, FINAL, NodeSteps, annotations, held_elsewhere)
@@ -254,10 +254,13 @@ class NodeRollout(object):
         return None
 
     def _handle(self, exc, st, started, outage, steps):
-        """What a node's tick ended with: nothing; the API away (an outage, retried); a conflict
-        (retried); the node deleted (gone); any other error (the node fails, one clear line)."""
+        """What a node's tick ended with: nothing; the rollout lock lost (the rollout stops: raised); the
+        API away (an outage, retried); a conflict (retried); the node deleted (gone); any other error
+        (the node fails, one clear line)."""
         if exc is None:
             return
+        if isinstance(exc, LockLost):
+            raise exc
         if transient(exc):
             outage.failed(started, exc)
             self.log('API unavailable (%s), retrying' % call_words(exc))
@@ -308,24 +311,30 @@ class NodeRollout(object):
         result = {'changed': bool(work), 'batches': [list(b) for b in batches], 'nodes': [], 'plan': []}
         if self.window is not None:
             result['window'] = self.window.size
-        lock = RolloutLock.for_rollout(self.conn, self.opts, '%s_rollout of %d node(s)' % (self.kind.name, len(work)),
-                                       work, self.log)
         if self.opts.get('check_mode'):
             result['plan'] = self.describe_plan(work, batches, nodes_by_name)
-            result['lock'] = lock.status()
+            result['lock'] = self._lock(work).status()
             return result
+        lock = self._lock(work) if batches else None  # no node to change: no lock (and no read of where it is)
         try:
-            if batches:
+            if lock is not None:
                 work, batches, nodes_by_name = self._take_lock(lock, assignments, nodes_by_name, result)
             return self._run_work(work, batches, nodes_by_name, result)
         finally:
-            self.api.warnings.extend(lock.let_go())
+            self.api.fence = None
+            if lock is not None:
+                self.api.warnings.extend(lock.let_go())
             self.lock = None
+
+    def _lock(self, work):
+        return RolloutLock.for_rollout(self.conn, self.opts, '%s_rollout of %d node(s)' % (self.kind.name, len(work)),
+                                       work, self.log)
 
     def _take_lock(self, lock, assignments, nodes_by_name, result):
         """Hold the rollout lock (rollout/lock.py), then plan again from the nodes read now: another run
         may have changed them while this one waited (nodes that appeared meanwhile stay unknown)."""
         self.lock = lock.hold(self.opts.get('lock_timeout') or 0, min(2.0, max(0.2, self.opts['poll_interval'])))
+        self.api.fence = lock.fence  # every write of the rollout from now on proves the lease is still ours
         nodes_by_name = dict(nodes_by_name)
         nodes_by_name.update((n['metadata']['name'], n) for n in self.list_nodes()
                              if n['metadata']['name'] in nodes_by_name)
@@ -423,6 +432,11 @@ class NodeRollout(object):
                 result['nodes'].extend(exc.states[n] for n in batch)
                 result.update(untouched=untouched, changed=any(s['changed'] for s in result['nodes']))
                 raise RolloutFailed(str(exc), result)
+            except LockLost as exc:  # a write found the lease taken over: the batch's nodes as they are
+                result['nodes'].extend(getattr(exc, 'states', {})[n] for n in batch if n in getattr(exc, 'states', {}))
+                result.update(untouched=untouched, changed=any(s['changed'] for s in result['nodes']))
+                exc.result = result
+                raise
             result['nodes'].extend(states[n] for n in batch)
             self.progress.nodes(states, force=True)
             self.progress.finished(sum(1 for s in result['nodes'] if s['phase'] == 'done'))

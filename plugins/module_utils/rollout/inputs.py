@@ -14,6 +14,7 @@ import time
 
 from ansible_collections.gpuops.gpu.plugins.module_utils.common.checks import (
     is_dns_label, is_dns_subdomain, label_key_errors, label_value_errors, type_name)
+from ansible_collections.gpuops.gpu.plugins.module_utils.common.names import configmap_write_errors
 from ansible_collections.gpuops.gpu.plugins.module_utils.common.selector import parse_selector, selector_matches
 from ansible_collections.gpuops.gpu.plugins.module_utils.gpu.node import is_gpu_node
 from ansible_collections.gpuops.gpu.plugins.module_utils.k8s.errors import InputError
@@ -110,6 +111,9 @@ def _name_errors(params):
         if value and not is_dns_subdomain(value):
             errors.append("%s '%s' is not a Kubernetes object name (lowercase letters, digits, '-' and '.')"
                           % (key, value))
+    if params.get('config_map'):  # the ConfigMap a role writes and points the ClusterPolicy at: never someone else's
+        errors.extend('%s, or leave config_map unset to read the one the ClusterPolicy names' % e
+                      for e in configmap_write_errors(params['config_map'], 'config_map'))
     return errors
 
 

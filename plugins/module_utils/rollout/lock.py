@@ -6,14 +6,23 @@
 GPU operator namespace), held by every disruptive run (MIG and sharing rollouts, the reset and HAMi
 removal roles) so that two of them never change nodes at the same time.
 
+Where it lives (``lock_namespace``): the namespace the user names with ``lock_namespace``, else the
+GPU operator's own, as the operator writes it in the ClusterPolicy ``status.namespace``, else
+``operator_namespace``; so runs given different ``operator_namespace`` values still meet at one lock.
+
 The pure part (what a Lease says, what to write, the messages) is common/lease.py.
 
 ``RolloutLock`` over the run's ``k8s.client.Connection`` (CustomObjectsApi, group
 coordination.k8s.io, plural leases). It is created with POST (409: another run created it first),
 taken over or renewed with a PUT carrying the resourceVersion it read (409: it changed since, read
 again) and deleted with a resourceVersion precondition, so two runs can never both think they hold
-it. While a run holds it, a daemon thread renews it every third of its duration; a killed run's
+it. While a run holds it, a daemon thread renews it every quarter of its duration; a killed run's
 lease goes stale after ``lock_duration`` seconds and the next run takes it over with a warning.
+
+The fence: every write of a rollout (rollout/api.py) first calls ``fence``, which returns at once while
+the last confirmed write of the Lease is younger than a third of its duration and otherwise renews it
+before the write (a PUT with the resourceVersion last seen), raising ``LockLost`` when another run took
+it over meanwhile: a run that was frozen or cut off past its lease never writes after the takeover.
 ``run`` is the module gpuops.gpu.rollout_lock, for roles whose disruptive work is several tasks.
 docs/troubleshooting.md#the-rollout-lock explains the lock to users.
 """
@@ -25,17 +34,39 @@ import threading
 import time
 
 from ansible_collections.gpuops.gpu.plugins.module_utils.common.lease import (
-    busy_message, describe, lease_body, lease_state, lock_info, new_holder, takeover_warning)
+    MAX_DURATION, RENEW_SHARE, busy_message, describe, lease_body, lease_state, lock_info, needs_proof, new_holder,
+    takeover_warning)
 from ansible_collections.gpuops.gpu.plugins.module_utils.common.names import LEASE, LOCK_LEASE_NAME
 from ansible_collections.gpuops.gpu.plugins.module_utils.k8s.errors import (
     InputError, RolloutFailed, api_error_message, status_of)
 from ansible_collections.gpuops.gpu.plugins.module_utils.k8s.waiter import Waiter
+from ansible_collections.gpuops.gpu.plugins.module_utils.ops.cluster_policy import list_policies
 
 DEFAULT_DURATION = 120
+DEFAULT_NAMESPACE = 'nvidia-gpu-operator'
+
+
+def lock_namespace(conn, params):
+    """The namespace of the rollout lock for a module's ``params``: ``lock_namespace`` when set, else
+    the GPU operator's namespace from the ClusterPolicy ``status.namespace`` (written by the operator
+    itself, and only through the status subresource), else ``operator_namespace``."""
+    if params.get('lock_namespace'):
+        return params['lock_namespace']
+    policies, _served = list_policies(conn)
+    statuses = [p.get('status') or {} for p in policies if isinstance(p, dict)]
+    written = sorted((st.get('state') == 'ignored', st['namespace']) for st in statuses if st.get('namespace'))
+    if written:  # the ClusterPolicy the operator reconciles first (all of them name its one namespace)
+        return written[0][1]
+    return params.get('operator_namespace') or DEFAULT_NAMESPACE
 
 
 class LockBusy(InputError, ValueError):
     """Another run holds the rollout lock (or lock_holder does not): nothing was written."""
+
+
+class LockLost(RolloutFailed):
+    """The lease is no longer this run's (another run took it over): the rollout stops before its next
+    write; nodes already started keep their resume annotations."""
 
 
 class RolloutLock(object):
@@ -43,11 +74,12 @@ class RolloutLock(object):
 
     ``holder``: this run's identity (a new one by default). ``joined`` (lock_holder): the lease
     was taken by ``holder`` before this run (a role), so ``hold`` only checks and renews it and
-    ``let_go`` leaves it. ``clock`` is wall-clock epoch seconds (Lease times), ``sleep`` pauses.
+    ``let_go`` leaves it. ``clock`` is wall-clock epoch seconds (Lease times), ``monotonic`` a clock
+    that is never set back (the fence's age of the last confirmation), ``sleep`` pauses.
     """
 
     def __init__(self, conn, namespace, holder=None, duration=DEFAULT_DURATION, info=None, joined=False,
-                 clock=time.time, sleep=time.sleep, log=None):
+                 clock=time.time, sleep=time.sleep, log=None, monotonic=time.monotonic):
         self.conn = conn
         self.namespace = namespace
         self.holder = holder or new_holder()
@@ -55,23 +87,26 @@ class RolloutLock(object):
         self.info = info or lock_info('', ())
         self.joined = joined
         self.clock = clock
+        self.monotonic = monotonic
         self.sleep = sleep
         self.log = log or (lambda msg: None)
         self.warnings = []
         self.lease = None  # the last lease read or written
         self.lost = None  # why the lease is no longer this run's, once it is not
         self.held = False
+        self.confirmed = None  # (monotonic, wall clock) as the last successful write of the lease was sent
+        self._mutex = threading.RLock()  # one renewal at a time (the renewing thread, the fences of the workers)
         self._stop = threading.Event()
         self._thread = None
         self._reported = 0
 
     @classmethod
     def for_rollout(cls, conn, opts, purpose, nodes, log=None):
-        """The lock of a rollout module run from its options (lock_holder, lock_duration, lock_namespace
-        or operator_namespace)."""
-        namespace = opts.get('lock_namespace') or opts.get('operator_namespace') or 'nvidia-gpu-operator'
-        return cls(conn, namespace, holder=opts.get('lock_holder'), duration=opts.get('lock_duration'),
-                   info=lock_info(purpose, nodes), joined=bool(opts.get('lock_holder')), log=log)
+        """The lock of a rollout module run from its options (lock_holder, lock_duration, and where it
+        lives: lock_namespace)."""
+        return cls(conn, lock_namespace(conn, opts), holder=opts.get('lock_holder'),
+                   duration=opts.get('lock_duration'), info=lock_info(purpose, nodes),
+                   joined=bool(opts.get('lock_holder')), log=log)
 
     @property
     def where(self):
@@ -81,9 +116,10 @@ class RolloutLock(object):
         group, version, plural = LEASE
         return (group, version, self.namespace, plural) + ((LOCK_LEASE_NAME,) if named else ())
 
-    def read(self):
+    def read(self, timeout=None):
         """The Lease dict, or None when there is none."""
-        self.lease = self.conn.call_or_none(self.conn.custom.get_namespaced_custom_object, *self._args())
+        kwargs = {'_request_timeout': timeout} if timeout else {}
+        self.lease = self.conn.call_or_none(self.conn.custom.get_namespaced_custom_object, *self._args(), **kwargs)
         return self.lease
 
     def status(self):
@@ -97,11 +133,20 @@ class RolloutLock(object):
         state['lease'] = self.where
         return state
 
-    def _write(self, lease):
-        body = lease_body(self.namespace, self.holder, self.duration, self.clock(), self.info, lease)
+    def _write(self, lease, timeout=None):
+        """Create or replace the Lease as this run's; once the API accepted it, ``confirmed`` is the time
+        it was sent (the lease runs from then, by this host's clocks)."""
+        sent = (self.monotonic(), self.clock())
+        body = lease_body(self.namespace, self.holder, self.duration, sent[1], self.info, lease)
+        kwargs = {'_request_timeout': timeout} if timeout else {}
         if lease is None:
-            return self.conn.call(self.conn.custom.create_namespaced_custom_object, *(self._args(False) + (body,)))
-        return self.conn.call(self.conn.custom.replace_namespaced_custom_object, *(self._args() + (body,)))
+            written = self.conn.call(self.conn.custom.create_namespaced_custom_object,
+                                     *(self._args(False) + (body,)), **kwargs)
+        else:
+            written = self.conn.call(self.conn.custom.replace_namespaced_custom_object,
+                                     *(self._args() + (body,)), **kwargs)
+        self.confirmed = sent
+        return written
 
     def try_take(self):
         """One attempt: (True, state before) when this run now holds the lease, (False, state) when
@@ -114,7 +159,8 @@ class RolloutLock(object):
             self.lease = self._write(lease)
         except Exception as exc:
             if status_of(exc) == 404 and lease is None:
-                raise InputError('cannot create the rollout lock (Lease %s): namespace %s not found; set '
+                raise InputError('cannot create the rollout lock (Lease %s): namespace %s not found; no '
+                                 'ClusterPolicy says where the GPU operator runs (status.namespace), so set '
                                  'operator_namespace (or lock_namespace) to the GPU operator namespace'
                                  % (self.where, self.namespace))
             if status_of(exc) in (404, 409):
@@ -158,27 +204,45 @@ class RolloutLock(object):
         self.held = self.renew()
         return state
 
-    def renew(self):
+    def renew(self, timeout=None):
         """Write a new renewTime with the resourceVersion last seen (409: read again, at most twice).
         False, with ``lost`` set, once the lease is no longer this run's."""
-        for _attempt in range(3):
-            lease = self.lease or self.read()
-            state = lease_state(lease, self.holder, self.clock())
-            if state['state'] != 'ours':
-                self.lost = ('the lease is gone' if state['state'] == 'free'
-                             else 'it is now held by %s' % describe(state))
+        with self._mutex:
+            if self.lost:
                 return False
-            try:
-                self.lease = self._write(lease)
-                return True
-            except Exception as exc:
-                if status_of(exc) not in (404, 409):
-                    raise
-                self.lease = None
-        return False
+            for _attempt in range(3):
+                lease = self.lease or self.read(timeout)
+                state = lease_state(lease, self.holder, self.clock())
+                if state['state'] != 'ours':
+                    self.lost = ('the lease is gone' if state['state'] == 'free'
+                                 else 'it is now held by %s' % describe(state))
+                    return False
+                try:
+                    self.lease = self._write(lease, timeout)
+                    return True
+                except Exception as exc:
+                    if status_of(exc) not in (404, 409):
+                        raise
+                    self.lease = None
+            return False
+
+    def fence(self, timeout=None):
+        """Proof, before a write, that this run still holds the lease: returns at once while the last
+        confirmed write of the lease is younger than a third of its duration (common/lease.py
+        needs_proof), else renews it first. Raises LockLost (no write may follow) once the lease is
+        not this run's; an API error of the renewal is raised as it is (the write waits, like any
+        other request during an outage). ``timeout``: the renewal's (connect, read) timeout."""
+        if not self.lost and not needs_proof(self.confirmed, (self.monotonic(), self.clock()), self.duration):
+            return
+        with self._mutex:
+            if not self.lost and needs_proof(self.confirmed, (self.monotonic(), self.clock()), self.duration):
+                if not self.renew(timeout) and not self.lost:
+                    self.lost = 'it could not be renewed: it kept changing under this run'
+            if self.lost:
+                raise self._lost_error()
 
     def hold(self, timeout=0, interval=2.0):
-        """Take (or, joined, check) the lock and keep renewing it every third of its duration in a
+        """Take (or, joined, check) the lock and keep renewing it every quarter of its duration in a
         daemon thread until ``let_go``. Returns self."""
         if self.joined:
             self.join()
@@ -189,7 +253,7 @@ class RolloutLock(object):
         return self
 
     def _keep(self):
-        while not self._stop.wait(max(1.0, self.duration / 3.0)):
+        while not self._stop.wait(max(1.0, float(self.duration) / RENEW_SHARE)):
             try:
                 if not self.renew():
                     self.log('lost the rollout lock: %s' % self.lost)
@@ -198,11 +262,15 @@ class RolloutLock(object):
                 self.log('could not renew the rollout lock (%s); retrying' % api_error_message(exc))
 
     def ensure(self, result=None):
-        """Raise RolloutFailed (with ``result``) when the lease was lost while this run held it."""
+        """Raise LockLost (with ``result``) when the lease was lost while this run held it."""
         if self.lost:
-            raise RolloutFailed('the rollout lock (Lease %s) is no longer held by this run (%s): it could not be '
-                                'renewed within lock_duration (%ss); stopped before changing more nodes, run again to '
-                                'resume' % (self.where, self.lost, self.duration), result)
+            raise self._lost_error(result)
+
+    def _lost_error(self, result=None):
+        return LockLost('the rollout lock (Lease %s) is no longer held by this run (%s): it was not renewed within '
+                        'lock_duration (%ss) and another run took it over; stopped before its next write: nodes '
+                        'already started keep their gpuops.gpu/rollout-* annotations, run again to resume'
+                        % (self.where, self.lost, self.duration), result)
 
     def release(self):
         """Delete the lease if it is still this run's (resourceVersion precondition). True when deleted."""
@@ -249,25 +317,31 @@ def module_errors(params):
     errors = []
     if not 0 <= params['lock_timeout'] <= 7 * 24 * 3600:
         errors.append('lock_timeout must be between 0 and 604800 seconds (one week), got %s' % params['lock_timeout'])
-    if not 10 <= params['lock_duration'] <= 7 * 24 * 3600:
-        errors.append('lock_duration must be between 10 and 604800 seconds, got %s' % params['lock_duration'])
+    if not 10 <= params['lock_duration'] <= MAX_DURATION:
+        errors.append('lock_duration must be between 10 and %s seconds, got %s' % (MAX_DURATION, params['lock_duration']))
     if params['state'] == 'absent' and not params.get('holder'):
         errors.append('state absent needs holder: the holder identity that state present returned')
     return errors
 
 
 def run(conn, params, check_mode, log=None):
-    """gpuops.gpu.rollout_lock: take (or renew, same holder) the lock with state present, release it
-    with state absent. Check mode reads it and writes nothing."""
+    """gpuops.gpu.rollout_lock: take the lock with state present (a new holder), or, given the holder
+    that took it, renew it (the proof a role's next writes need: it fails when that holder no longer
+    holds it); release it with state absent. Check mode reads it and writes nothing."""
     errors = module_errors(params)
     if errors:
         raise InputError('nothing was changed; fix these first: ' + ' | '.join(errors))
-    namespace = params.get('lock_namespace') or params['operator_namespace']
+    namespace = lock_namespace(conn, params)
     lock = RolloutLock(conn, namespace, holder=params.get('holder'), duration=params['lock_duration'],
                        info=lock_info(params.get('purpose') or 'a gpuops.gpu role', params.get('nodes') or ()), log=log)
     before = lease_state(lock.read(), lock.holder, lock.clock())
     changed, warnings = False, []
-    if params['state'] == 'present':
+    if params['state'] == 'present' and params.get('holder') and before['state'] != 'ours' and not check_mode:
+        held = 'it is free' if before['state'] == 'free' else 'it is held by %s' % describe(before)
+        raise LockBusy('holder %s does not hold the rollout lock (Lease %s): %s. It expired (not renewed for its '
+                       'lock_duration) and was taken over, or was released; nothing was changed. Run the role again '
+                       '(it takes the lock anew).' % (lock.holder, lock.where, held))
+    if params['state'] == 'present':  # in check mode, a holder may be the one a check-mode take made up
         if before['state'] == 'held' and check_mode:
             warnings.append('check mode: the rollout lock is held by %s; a real run would wait lock_timeout (%ss) '
                             'for it, then fail' % (describe(before), params['lock_timeout']))
@@ -292,5 +366,5 @@ def run(conn, params, check_mode, log=None):
         after = {'state': 'free'} if params['state'] == 'absent' else lease_state(body, lock.holder, lock.clock())
     else:
         after = before
-    return {'changed': changed, 'holder': lock.holder, 'lease': lock.where, 'lock': after,
+    return {'changed': changed, 'holder': lock.holder, 'lease': lock.where, 'namespace': namespace, 'lock': after,
             'diff': {'before': _summary(before), 'after': _summary(after)}, 'warnings': warnings + lock.warnings}

@@ -18,6 +18,7 @@ change, so the plugin runs the profile's current ConfigMap text afterwards.
 from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
 
+from ansible_collections.gpuops.gpu.plugins.module_utils.common.checks import is_ascii_digits
 from ansible_collections.gpuops.gpu.plugins.module_utils.common.names import ANN_PHYSICAL_GPUS
 from ansible_collections.gpuops.gpu.plugins.module_utils.gpu import node as gn
 from ansible_collections.gpuops.gpu.plugins.module_utils.gpu.products import get_product
@@ -78,7 +79,7 @@ class MigKind(object):
         """Physical GPUs on the node. In MIG single strategy GFD counts MIG devices, so divide by
         the instances per GPU of the config that is applied; remembered in an annotation."""
         ann = (node.get('metadata') or {}).get('annotations') or {}
-        if ann.get(ANN_PHYSICAL_GPUS, '').isdigit():
+        if is_ascii_digits(ann.get(ANN_PHYSICAL_GPUS)):
             return int(ann[ANN_PHYSICAL_GPUS])
         labels = self.labels(node)
         try:

@@ -29,6 +29,7 @@ __metaclass__ = type
 
 import hashlib
 
+from ansible_collections.gpuops.gpu.plugins.module_utils.common.names import ANN_DP_CONFIG_HASH, RESTARTED_OPERANDS
 from ansible_collections.gpuops.gpu.plugins.module_utils.gpu import node as gn
 from ansible_collections.gpuops.gpu.plugins.module_utils.gpu import sharing as sc
 from ansible_collections.gpuops.gpu.plugins.module_utils.gpu.sharing_checks import sharing_config_errors
@@ -39,11 +40,8 @@ from ansible_collections.gpuops.gpu.plugins.module_utils.rollout.inputs import M
 NONE = 'none'
 DEFAULT = 'default'
 RESERVED = (NONE, DEFAULT)
-ANN_HASH = 'gpuops.gpu/device-plugin-config-hash'
-# Every operand that reads the device-plugin ConfigMap through its own config-manager sidecar:
-# the device plugin, GPU feature discovery and the MPS control daemon (gpu-operator assets
-# state-device-plugin, gpu-feature-discovery, state-mps-control-daemon).
-RESTART_SELECTOR = 'app in (nvidia-device-plugin-daemonset,gpu-feature-discovery,nvidia-device-plugin-mps-control-daemon)'
+ANN_HASH = ANN_DP_CONFIG_HASH
+RESTART_SELECTOR = 'app in (%s)' % ','.join(RESTARTED_OPERANDS)
 MIG_BUSY_STATES = ('pending', 'rebooting', 'failed')
 
 

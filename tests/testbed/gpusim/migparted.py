@@ -83,30 +83,35 @@ def parse_entry(entry):
                 raise MigPartedError("invalid value for 'mig-enabled': %r" % (value,))
             out[key] = value
         elif key == "mig-devices":
-            if value is None:
-                value = {}
-            if not isinstance(value, dict):
-                raise MigPartedError("invalid value for 'mig-devices': %r" % (value,))
-            devices = {}
-            for prof, count in value.items():
-                try:
-                    placement.parse_profile(str(prof))
-                except placement.ProfileError as exc:
-                    raise MigPartedError("error validating values in 'mig-devices' field: "
-                                         "invalid format for '%s': %s" % (prof, exc))
-                if not isinstance(count, int) or isinstance(count, bool) or count < 0:
-                    raise MigPartedError("error validating values in 'mig-devices' field: "
-                                         "invalid count for '%s': %r" % (prof, count))
-                devices[str(prof)] = count
-            if devices and not any(devices.values()):
-                raise MigPartedError("error validating values in 'mig-devices' field: "
-                                     "all counts for all MigProfiles are 0")
-            out[key] = devices
+            out[key] = parse_mig_devices(value)
     if out["mig-enabled"] and "mig-devices" not in out:
         raise MigPartedError("missing required field 'mig-devices' when 'mig-enabled' is true")
     if not out["mig-enabled"] and out.get("mig-devices"):
         raise MigPartedError("MIG devices included when 'mig-enabled' is false")
     return out
+
+
+def parse_mig_devices(value):
+    """The 'mig-devices' field of an entry: profile -> count, checked as mig-parted checks it."""
+    if value is None:
+        value = {}
+    if not isinstance(value, dict):
+        raise MigPartedError("invalid value for 'mig-devices': %r" % (value,))
+    devices = {}
+    for prof, count in value.items():
+        try:
+            placement.parse_profile(str(prof))
+        except placement.ProfileError as exc:
+            raise MigPartedError("error validating values in 'mig-devices' field: "
+                                 "invalid format for '%s': %s" % (prof, exc))
+        if not isinstance(count, int) or isinstance(count, bool) or count < 0:
+            raise MigPartedError("error validating values in 'mig-devices' field: "
+                                 "invalid count for '%s': %r" % (prof, count))
+        devices[str(prof)] = count
+    if devices and not any(devices.values()):
+        raise MigPartedError("error validating values in 'mig-devices' field: "
+                             "all counts for all MigProfiles are 0")
+    return devices
 
 
 # ---------------------------------------------------------------------------------------------

@@ -228,7 +228,7 @@ def _mig_policy_patch(answers):
     tasks = _load_trusted(loader, os.path.join(REPO, 'roles', 'mig', 'tasks', 'main.yml'))
     block = next(t for t in tasks if t.get('block'))['block']
     task = next(t for t in block if t['name'].startswith('Point the ClusterPolicy'))
-    return templar.template(task['vars']['__mig_policy_patch'])
+    return templar.template(task['gpuops.gpu.cluster_policy']['overrides'])
 
 
 def test_mig_survey_defaults_patch_nothing_in_the_cluster_policy():
@@ -371,24 +371,15 @@ def test_sharing_cluster_policy_patch_changes_nothing_on_a_configured_cluster():
     templar, tasks = _sharing_templar(dict(answers, sharing_profiles=TS4))
     block = next(t for t in tasks if t.get('block'))['block']
     task = next(t for t in block if t['name'].startswith('Point the ClusterPolicy'))
-    templar = _with_vars(templar, task['vars'])
-    patch = templar.template(task['kubernetes.core.k8s']['definition']['spec']['devicePlugin'])
+    patch = templar.template(task['gpuops.gpu.cluster_policy']['overrides'])['devicePlugin']
     configured = {'enabled': True, 'config': {'name': 'gpuops-device-plugin-config', 'default': ''}}
     assert patch['config']['name'] == validated('sharing', answers)['sharing_config_map_name']
     assert _merge(configured, patch) == configured
     assert _merge({'enabled': True}, patch) != {'enabled': True}, 'the check can fail: an unconfigured policy'
 
 
-def _with_vars(templar, task_vars):
-    from ansible.parsing.dataloader import DataLoader
-    from ansible.template import Templar
-    variables = dict(templar.available_variables)
-    variables.update(task_vars)
-    return Templar(loader=DataLoader(), variables=variables)
-
-
 def _merge(target, patch):
-    """A JSON merge patch (RFC 7386), as merge_type: merge applies it."""
+    """A JSON merge patch (RFC 7386), as gpuops.gpu.cluster_policy applies its overrides to an existing spec."""
     out = dict(target)
     for key, value in patch.items():
         out[key] = _merge(out.get(key) or {}, value) if isinstance(value, dict) else value

@@ -7,11 +7,15 @@ their behaviour is proven by `molecule test` and tests/integration/test_rbac.py 
 from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
 
+import ast
 import glob
 import os
 
 import pytest
 import yaml
+
+from ansible_collections.gpuops.gpu.plugins.module_utils.common import names
+from ansible_collections.gpuops.gpu.plugins.module_utils.plans.rbac import OPERATOR_NAMESPACE
 
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..', '..'))
 MOLECULE = os.path.join(REPO, 'extensions', 'molecule')
@@ -104,7 +108,8 @@ def test_admission_policies_restrict_the_rollout_account_only():
     assert manifest['kind'] == 'List'
     docs = manifest['items']
     policies = dict((d['metadata']['name'], d) for d in docs if d['kind'] == 'ValidatingAdmissionPolicy')
-    assert sorted(policies) == ['gpuops-gpu-rollout-clusterpolicy', 'gpuops-gpu-rollout-nodes']
+    assert sorted(policies) == ['gpuops-gpu-rollout-clusterpolicy', 'gpuops-gpu-rollout-configmaps',
+                                'gpuops-gpu-rollout-leases', 'gpuops-gpu-rollout-nodes', 'gpuops-gpu-rollout-pods']
     bindings = sorted((d['spec']['policyName'], d['spec']['validationActions'])
                       for d in docs if d['kind'] == 'ValidatingAdmissionPolicyBinding')
     assert bindings == [(name, ['Deny']) for name in sorted(policies)]
@@ -122,3 +127,31 @@ def test_admission_policies_restrict_the_rollout_account_only():
     assert _markers('gpuops-gpu-rollout.yml') == {'restricted'}
     assert _markers('gpuops-gpu-install.yml') == {'unrestricted'}
     assert _markers('gpuops-gpu-report.yml') == _markers('gpuops-gpu-rollout-force.yml') == set()
+
+
+def _policy_variable(policy, name):
+    """A list or string literal a ValidatingAdmissionPolicy variable holds (CEL literals read as Python ones)."""
+    docs = _load(os.path.join(RBAC, 'gpuops-gpu-rollout-admission.yml'))['items']
+    [doc] = [d for d in docs if d['kind'] == 'ValidatingAdmissionPolicy' and d['metadata']['name'] == policy]
+    [expression] = [v['expression'] for v in doc['spec']['variables'] if v['name'] == name]
+    return ast.literal_eval(expression.strip())
+
+
+def test_admission_policies_name_what_the_code_writes():
+    """The policies' lists are the collection's constants: a new node annotation, a restarted operand or an
+    operator ConfigMap name added to the code without the policy (or the reverse) fails here."""
+    assert _policy_variable('gpuops-gpu-rollout-nodes', 'annotations') == list(names.NODE_ANNOTATIONS)
+    assert _policy_variable('gpuops-gpu-rollout-nodes', 'labels') == [
+        names.LABEL_MIG_CONFIG, names.LABEL_MIG_STATE, names.LABEL_DP_CONFIG]
+    assert _policy_variable('gpuops-gpu-rollout-pods', 'operands') == list(names.RESTARTED_OPERANDS)
+    assert _policy_variable('gpuops-gpu-rollout-configmaps', 'operatorNames') == list(names.OPERATOR_CONFIGMAPS)
+    assert _policy_variable('gpuops-gpu-rollout-configmaps', 'operatorPattern') == names.OPERATOR_CONFIGMAP_PATTERN
+    assert _policy_variable('gpuops-gpu-rollout-clusterpolicy', 'mpsRoot') == names.MPS_ROOT
+
+
+def test_pod_restarts_are_limited_to_the_operator_namespace_by_the_role():
+    """Only the pods policy's binding is namespaced, through the placeholder the rbac_objects filter fills."""
+    docs = _load(os.path.join(RBAC, 'gpuops-gpu-rollout-admission.yml'))['items']
+    scoped = dict((d['metadata']['name'], d['spec']['matchResources']['namespaceSelector']['matchLabels'])
+                  for d in docs if d['kind'] == 'ValidatingAdmissionPolicyBinding' and d['spec'].get('matchResources'))
+    assert scoped == {'gpuops-gpu-rollout-pods': {'kubernetes.io/metadata.name': OPERATOR_NAMESPACE}}

@@ -23,7 +23,7 @@ MIRROR = 'mirror.example.com:8443'
 
 def test_filter_names():
     assert sorted(FILTERS) == ['daemonsets_not_ready_for', 'docker_config_merge', 'gpu_node_placement_plan',
-                               'mirror_image_variables', 'mirror_plan',
+                               'mirror_image_variables', 'mirror_input_errors', 'mirror_plan',
                                'public_registry_references', 'taint_errors', 'tolerations_for_taints', 'vgpu_plan']
 
 

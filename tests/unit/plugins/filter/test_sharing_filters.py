@@ -23,7 +23,13 @@ GPU = {'key': 'nvidia.com/gpu', 'operator': 'Exists', 'effect': 'NoSchedule'}
 
 def test_filter_names():
     assert sorted(FILTERS) == ['merge_tolerations', 'sharing_capacity', 'sharing_config_errors',
-                               'sharing_profile_errors', 'sharing_profiles_data']
+                               'sharing_mps_root_errors', 'sharing_profile_errors', 'sharing_profiles_data']
+
+
+def test_sharing_mps_root_errors():
+    assert FILTERS['sharing_mps_root_errors']('/run/nvidia/mps') == []
+    assert FILTERS['sharing_mps_root_errors']('/run/nvidia/../etc')[0].startswith('sharing_mps_root must be '
+                                                                                  '/run/nvidia/mps')
 
 
 def test_sharing_config_errors_valid_and_invalid():

@@ -43,11 +43,13 @@ def _filters():
 
 
 def _releases():
-    """Versions a plugin may name in version_added: every release in the changelog, and the version
-    galaxy.yml is about to release."""
+    """Versions a plugin may name in version_added: every release in the changelog, the version galaxy.yml
+    names, and the next minor version after it (what work landed since that release ships in; galaxy.yml moves
+    to it at the release)."""
     changelog = _load(os.path.join(ROOT, 'changelogs', 'changelog.yaml')) or {}
-    galaxy = _load(os.path.join(ROOT, 'galaxy.yml'))
-    return set(str(v) for v in (changelog.get('releases') or {})) | {str(galaxy['version'])}
+    galaxy = str(_load(os.path.join(ROOT, 'galaxy.yml'))['version'])
+    major, minor = galaxy.split('.')[:2]
+    return set(str(v) for v in (changelog.get('releases') or {})) | {galaxy, '%s.%d.0' % (major, int(minor) + 1)}
 
 
 def _descriptions(node):

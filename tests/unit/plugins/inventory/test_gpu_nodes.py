@@ -24,6 +24,7 @@ except ImportError:  # older ansible-core templates every string
 
 from ansible_collections.gpuops.gpu.plugins.inventory import gpu_nodes
 from ansible_collections.gpuops.gpu.plugins.module_utils.k8s import client as k8s_client
+from ansible_collections.gpuops.gpu.plugins.module_utils.ops import inventory as ops_inventory
 from ansible_collections.gpuops.gpu.tests.unit.plugins.module_utils.gpu_cluster_data import (
     NODES, PODS, FakeApiError, FakeCore,
 )
@@ -49,7 +50,7 @@ def opened(monkeypatch):
         return conn
     opened_fail = {}
     monkeypatch.setattr(k8s_client, 'Connection', connection)
-    monkeypatch.setattr(gpu_nodes.os.path, 'isfile', lambda path: path != '/missing')
+    monkeypatch.setattr(ops_inventory.os.path, 'isfile', lambda path: path != '/missing')
     return types.SimpleNamespace(auth=made, fail=opened_fail)
 
 

@@ -139,3 +139,16 @@ def test_schema_messages():
 
 def test_join_path():
     assert join_path('', 'a') == 'a' and join_path('a', 'b') == 'a.b'
+
+
+def test_is_ascii_digits():
+    from ansible_collections.gpuops.gpu.plugins.module_utils.common.checks import is_ascii_digits
+    assert is_ascii_digits('0') and is_ascii_digits('0123456789')
+    for value in ('', ' 1', '1 ', '-1', '1.5', '\u0663', '\uff12', '\u00b2', '1\u0660', '1\n', 1, None, b'1'):
+        assert not is_ascii_digits(value), repr(value)
+
+
+@pytest.mark.parametrize('value', ['\u0663', '\uff12', '\u00b2', '\uff11.\uff15', '1\u0660'])
+def test_as_number_refuses_other_scripts_digits(value):
+    assert as_number(value, int) is None and as_number(value, float, 7) == 7
+    assert as_number('12', int) == 12 and as_number(' 1.5 ') == 1.5

@@ -110,3 +110,60 @@ def test_messages_name_the_holder_purpose_nodes_and_time():
     for part in ('took over the stale rollout lock', 'ops@ctl pid 7', 'last renewed 2026-01-01T00:00:00',
                  'expired after 120s', 'gpuops.gpu/rollout-'):
         assert part in warning
+
+
+# ---------------------------------------------------------------------------------------- times that cannot be
+
+@pytest.mark.parametrize('renewed,acquired,state', [
+    (T0 + ls.CLOCK_SKEW, T0 - 60, 'held'),  # a little ahead (clocks differ slightly): still counts
+    (T0 + ls.CLOCK_SKEW + 1, T0 - 60, 'stale'),
+    (T0 + 365 * 86400, T0 - 60, 'stale'),  # a year ahead, in one write
+    (T0, T0 + 3600, 'stale'),  # acquired in an hour
+])
+def test_a_lease_stamped_in_the_future_beyond_the_skew_is_expired(renewed, acquired, state):
+    st = ls.lease_state(held(renewed=renewed, acquired=acquired), 'me', T0)
+    assert st['state'] == state
+    if state == 'stale':
+        claimed = (ls.format_time(renewed), ls.format_time(acquired))
+        assert st['expires_in_s'] == 0.0 and st['future'].split()[1] in claimed
+    else:
+        assert 'future' not in st
+
+
+def test_our_own_lease_stays_ours_whatever_its_times():
+    assert ls.lease_state(held(holder='me', renewed=T0 + 86400), 'me', T0)['state'] == 'ours'
+
+
+def test_the_takeover_warning_names_the_holder_and_the_future_time():
+    year = T0 + 365 * 86400
+    warning = ls.takeover_warning(ls.lease_state(held(renewed=year), 'me', T0), 'ns/gpuops-gpu-rollout')
+    for part in ('took over the rollout lock (Lease ns/gpuops-gpu-rollout)', 'ops@ctl pid 7', 'holder other',
+                 'renewTime %s' % ls.format_time(year), 'more than %ss ahead' % ls.CLOCK_SKEW, 'NTP'):
+        assert part in warning, warning
+
+
+def test_an_absurd_lease_duration_counts_as_the_longest_lock_duration():
+    lease = held(duration=10 * 365 * 86400)
+    assert ls.lease_state(lease, 'me', T0 + ls.MAX_DURATION - 1)['state'] == 'held'
+    st = ls.lease_state(lease, 'me', T0 + ls.MAX_DURATION)
+    assert st['state'] == 'stale' and st['duration_s'] == ls.MAX_DURATION and st['declared_s'] == 10 * 365 * 86400
+    busy = ls.busy_message(ls.lease_state(lease, 'me', T0), 'ns/l')
+    assert 'leaseDurationSeconds 315360000 counts as 604800s' in busy
+    assert 'declared_s' not in ls.lease_state(held(), 'me', T0)
+
+
+# ---------------------------------------------------------------------------------------- the fence's timing
+
+@pytest.mark.parametrize('confirmed,now,duration,needed', [
+    (None, (0.0, T0), 120, True),  # never written: prove first
+    ((100.0, T0), (100.0, T0), 120, False),
+    ((100.0, T0), (139.9, T0 + 39.9), 120, False),  # younger than a third of the lease: at once
+    ((100.0, T0), (140.0, T0 + 40), 120, True),  # a third old: renew before writing
+    ((100.0, T0), (100.0 + 3600, T0 + 3600), 120, True),  # a process frozen for an hour
+    ((100.0, T0), (150.0, T0 - 600), 120, True),  # the wall clock set back: the monotonic one counts
+    ((100.0, T0), (101.0, T0 + 500), 120, True),  # suspended (the monotonic clock stood still): the wall clock
+    ((100.0, T0), (103.0, T0 + 3), 10, False),  # the shortest lease: 3.33 s
+    ((100.0, T0), (103.4, T0 + 3.4), 10, True),
+])
+def test_a_write_needs_a_renewal_once_the_last_is_a_third_of_the_lease_old(confirmed, now, duration, needed):
+    assert ls.needs_proof(confirmed, now, duration) is needed

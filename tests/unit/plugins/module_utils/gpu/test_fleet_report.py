@@ -20,6 +20,7 @@ from ansible.errors import AnsibleFilterError
 from ansible_collections.gpuops.gpu.plugins.filter.fleet import FilterModule
 from ansible_collections.gpuops.gpu.plugins.module_utils.gpu import fleet_report as fr
 from ansible_collections.gpuops.gpu.plugins.module_utils.gpu import fleet_report_html as frh
+from ansible_collections.gpuops.gpu.plugins.module_utils.plans import rollout_summary
 from ansible_collections.gpuops.gpu.plugins.module_utils.rollout import progress
 from ansible_collections.gpuops.gpu.tests.unit.plugins.module_utils.gpu.test_fleet import INFOS, SUMMARY, TABLE
 
@@ -307,11 +308,11 @@ def test_before_as_the_text_of_an_earlier_fleet_json():
 
 
 def test_the_rollout_roles_artifact_is_accepted():
-    """The gpuops_rollout artifact as the roles build it (rollout/progress.py stats) draws the same timeline
+    """The gpuops_rollout artifact as the roles build it (plans/rollout_summary.py stats) draws the same timeline
     as the module result it came from."""
     result = {'changed': True, 'untouched': ['a100-9'], 'nodes': [node_result('a100-0', FULL, evicted=['a/b']),
                                                                   node_result('a100-1', {'started': 50})]}
-    artifact = progress.stats('mig', [result])
+    artifact = rollout_summary.stats('mig', [result])
     from_artifact = fr.build(FLEET, rollout=artifact)['rollout']
     from_result = fr.build(FLEET, rollout=result)['rollout']
     assert from_artifact['nodes'] == from_result['nodes']

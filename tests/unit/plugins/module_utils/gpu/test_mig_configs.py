@@ -224,3 +224,32 @@ def test_mig_parted_document_errors(custom, products, fragment):
     with pytest.raises(MigGeometryError) as exc:
         mig_parted_document(custom, products)
     assert fragment in str(exc.value)
+
+
+# --- custom configs named like the operator's built-in ones ---------------------------------
+
+def test_builtin_config_names():
+    from ansible_collections.gpuops.gpu.plugins.module_utils.gpu.mig_configs import (
+        builtin_document, is_builtin_config_name)
+    for name in ('all-disabled', 'all-enabled', 'all-balanced', 'all-1g.10gb', 'all-1g.5gb.me', 'all-1c.3g.20gb',
+                 'all-7g.80gb', 'all-1g.12gb.me.all', 'all-1g.24gb.gfx'):
+        assert is_builtin_config_name(name), name
+    for name in ('training', 'all', 'all-', 'all-gpus', 'gpuops-7x1g.10gb', 'all-1g', 'all-disabled-2',
+                 'All-disabled', 'all-\u0661g.10gb', None, 3):
+        assert not is_builtin_config_name(name), name
+    # every name the MIG manager generates for the catalog's products reads as built-in
+    document = builtin_document(['NVIDIA-A100-SXM4-40GB', 'NVIDIA-H100-80GB-HBM3', 'NVIDIA-A30'])
+    assert all(is_builtin_config_name(name) for name in document['mig-configs'])
+
+
+def test_custom_configs_that_redefine_a_builtin_are_refused_unless_allowed():
+    from ansible_collections.gpuops.gpu.plugins.module_utils.gpu.mig_configs import builtin_override_errors
+    enabled = [{'devices': 'all', 'mig-enabled': True, 'mig-devices': {'1g.5gb': 7}}]
+    custom = {'all-disabled': enabled, 'training': enabled, 'all-1g.5gb': enabled}
+    errors = builtin_override_errors(custom)
+    assert [e.split(':')[0] for e in errors] == ['mig_custom_configs.all-1g.5gb', 'mig_custom_configs.all-disabled']
+    assert "'all-disabled' is the name of one of the GPU operator's built-in MIG configs" in errors[1]
+    assert 'set mig_allow_builtin_override: true' in errors[1]
+    assert builtin_override_errors(custom, allow=True) == []
+    assert builtin_override_errors({'training': enabled}) == []
+    assert builtin_override_errors(None) == [] and builtin_override_errors({}) == []

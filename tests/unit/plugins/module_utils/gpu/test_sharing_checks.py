@@ -10,6 +10,7 @@ __metaclass__ = type
 import pytest
 
 from ansible_collections.gpuops.gpu.plugins.module_utils.gpu.sharing_checks import profile_errors, sharing_config_errors, sharing_config_warnings
+from ansible_collections.gpuops.gpu.plugins.module_utils.gpu.sharing_checks import mps_root_errors
 from ansible_collections.gpuops.gpu.tests.unit.plugins.module_utils.gpu.test_sharing import MPS_10_RENAMED, PROFILES, SEEDS, TS_T4, _mps, _ts
 
 
@@ -213,3 +214,22 @@ def test_profile_errors(profiles, kwargs, fragment):
 def test_profile_errors_accept_valid_profiles():
     assert profile_errors(PROFILES, default='unshared') == []
     assert profile_errors({'a.b_c-1': TS_T4}) == []
+
+
+# --- ClusterPolicy devicePlugin.mps.root ----------------------------------------------------
+
+@pytest.mark.parametrize('value', ['/run/nvidia/mps', '', None])
+def test_mps_root_accepts_the_device_plugins_directory_or_nothing(value):
+    assert mps_root_errors(value) == []
+
+
+@pytest.mark.parametrize('value', ['/etc', '/run/nvidia/../etc', 'run/nvidia/mps', 'mps', '/run/nvidia/mps/',
+                                   '/run/nvidia/mps/..', '/run/nvidia/driver', '/run/nvidia/validations',
+                                   '/run/nvidia/toolkit', '/run/nvidia//mps', '/', ' /run/nvidia/mps', 7, True])
+def test_mps_root_refuses_anything_else_naming_the_accepted_value(value):
+    [error] = mps_root_errors(value)
+    assert error.startswith('sharing_mps_root must be /run/nvidia/mps (the host directory of the NVIDIA device '
+                            'plugin and its MPS control daemon')
+    assert error.endswith('got %s' % (repr(value) if isinstance(value, str) else '%s %r' % (
+        'boolean' if value is True else 'integer', value)))
+    assert mps_root_errors(value, 'mps_root')[0].startswith('mps_root must be')

@@ -75,5 +75,9 @@ def test_every_public_exception_is_one_of_the_family():
     outside = [cls.__name__ for cls in found if not issubclass(cls, errors.GpuOpsError)]
     assert outside == []
     for cls in found:
-        if cls.__module__.rsplit('.', 2)[-2] != 'k8s':
-            assert issubclass(cls, errors.InputError) and issubclass(cls, ValueError), cls
+        if cls.__module__.rsplit('.', 2)[-2] == 'k8s':
+            continue
+        if issubclass(cls, errors.RolloutFailed):  # a rollout that stops midway (the lock lost): the partial result
+            assert cls.__module__.rsplit('.', 2)[-2] == 'rollout', cls
+            continue
+        assert issubclass(cls, errors.InputError) and issubclass(cls, ValueError), cls

@@ -2,15 +2,18 @@
 # Copyright: (c) 2026, gpuops.gpu contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""mirror_plan: the role's inputs, the image lists and the air-gap check."""
+"""mirror_plan: the role's inputs, the image lists and the air-gap check; role_errors: what stops the role."""
 
 from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
 
 import pytest
 
+from ansible.errors import AnsibleFilterError
+
+from ansible_collections.gpuops.gpu.plugins.filter.mirror import FilterModule
 from ansible_collections.gpuops.gpu.plugins.module_utils.plans.mirror import (
-    ca_bundle_errors, csv_operand_images, image_set_configuration, mirror_plan, related_images)
+    ca_bundle_errors, csv_operand_images, image_set_configuration, mirror_plan, related_images, role_errors)
 from ansible_collections.gpuops.gpu.tests.unit.plugins.module_utils.plans.mirror_data import CSV, DIGEST, PEM, openshift
 
 
@@ -70,3 +73,25 @@ def test_air_gap_check_catches_a_public_mirror_target():
     assert [r['registry'] for r in plan['public_references']] == ['quay.io']
     plan = mirror_plan(openshift(catalog_sources=[{'name': 'a', 'image': 'quay.io/x/index:1'}], air_gapped=False))
     assert plan['public_references'] == []
+
+
+def test_role_errors_say_what_the_role_found():
+    checks = {'cluster_policy_errors': ['two ClusterPolicies'], 'username': True, 'password': False,
+              'ca_file': '/ca.pem', 'csv_file': '/csv.yaml', 'files': {'/ca.pem': False, '/csv.yaml': True},
+              'platform': 'openshift', 'pull_secret_found': False, 'image_list_path': '/list.txt',
+              'image_list_format': 'list', 'additional_images': []}
+    assert role_errors({'errors': ['from the plan'], 'related_images': []}, checks) == [
+        'from the plan', 'two ClusterPolicies',
+        'set both mirror_registry_username and mirror_registry_password, or neither',
+        'mirror_ca_file /ca.pem does not exist on the controller',
+        'openshift-config/pull-secret not found: is this OpenShift? (use mirror_platform: kubernetes otherwise)',
+        'mirror_image_list_path is set but there is no image to list: give mirror_csv_file or install the GPU '
+        'operator first (its CSV relatedImages), or mirror_additional_images']
+    kubernetes = {'platform': 'kubernetes', 'operator_namespace': 'gpu-operator', 'namespace_found': False}
+    assert role_errors({'errors': []}, kubernetes) == [
+        'namespace gpu-operator does not exist: install the GPU operator first or set mirror_operator_namespace']
+    assert role_errors({'errors': [], 'related_images': ['nvcr.io/nvidia/driver:1']},
+                       dict(kubernetes, namespace_found=True, image_list_path='/l', image_list_format='list')) == []
+    assert FilterModule().filters()['mirror_input_errors']({'errors': []}, {'platform': 'openshift'}) == []
+    with pytest.raises(AnsibleFilterError, match='mirror_input_errors'):
+        FilterModule().filters()['mirror_input_errors']([], {})

@@ -12,6 +12,7 @@ import pytest
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.gpuops.gpu.plugins.filter.rbac import FilterModule
+from ansible_collections.gpuops.gpu.plugins.module_utils.plans import rbac
 from ansible_collections.gpuops.gpu.plugins.module_utils.plans.rbac import input_errors, needed_cluster_roles
 
 FILTERS = FilterModule().filters()
@@ -65,3 +66,36 @@ def test_filter():
     assert FILTERS['rbac_input_errors'](settings()) == []
     with pytest.raises(AnsibleFilterError):
         FILTERS['rbac_input_errors']([])
+
+
+def test_with_operator_namespace_fills_the_role_and_the_namespaced_binding_only():
+    manifests = [
+        {'kind': 'Role', 'metadata': {'name': 'gpuops-gpu-rollout'}},
+        {'kind': 'ClusterRole', 'metadata': {'name': 'gpuops-gpu-rollout'}},
+        {'kind': 'ValidatingAdmissionPolicyBinding', 'metadata': {'name': 'pods'}, 'spec': {'matchResources': {
+            'namespaceSelector': {'matchLabels': {'kubernetes.io/metadata.name': rbac.OPERATOR_NAMESPACE}}}}},
+        {'kind': 'ValidatingAdmissionPolicyBinding', 'metadata': {'name': 'nodes'}, 'spec': {'policyName': 'nodes'}},
+    ]
+    out = rbac.with_operator_namespace(manifests, 'gpu-operator')
+    assert out[0]['metadata'] == {'name': 'gpuops-gpu-rollout', 'namespace': 'gpu-operator'}
+    assert out[1] == manifests[1]
+    assert out[2]['spec']['matchResources']['namespaceSelector']['matchLabels'] == {
+        'kubernetes.io/metadata.name': 'gpu-operator'}
+    assert out[3] == manifests[3]
+    # the input is left as it was (the role reads the files once per run)
+    assert manifests[2]['spec']['matchResources']['namespaceSelector']['matchLabels'][
+        'kubernetes.io/metadata.name'] == rbac.OPERATOR_NAMESPACE
+    assert 'namespace' not in manifests[0]['metadata']
+
+
+def test_operator_namespace_must_be_where_the_operator_runs():
+    policies = [{'metadata': {'name': 'gpu-cluster-policy'}, 'status': {'namespace': 'nvidia-gpu-operator'}}]
+    settings = {'state': 'present', 'cluster_roles': ['rollout'], 'operator_namespace': 'gpu-operator',
+                'service_accounts': [], 'cluster_policies': policies}
+    [error] = input_errors(settings)
+    assert 'runs in nvidia-gpu-operator' in error and 'set rbac_operator_namespace to nvidia-gpu-operator' in error
+    assert input_errors(dict(settings, operator_namespace='nvidia-gpu-operator')) == []
+    # no ClusterPolicy yet, or one the operator has not reconciled: nothing to compare with
+    assert input_errors(dict(settings, cluster_policies=[{'metadata': {'name': 'p'}}])) == []
+    # without the rollout ClusterRole, the namespace is not used
+    assert input_errors(dict(settings, cluster_roles=['report'])) == []

@@ -121,6 +121,43 @@ def test_errors():
     assert 'must be a list' in reset_plan(FLEET, 'x', [])['errors'][0]
 
 
+def hami(release_info, plugin_nodes):
+    """What the reset role hands the plan about the HAMi release kube-system/hami."""
+    return {'namespace': 'kube-system', 'release': 'hami', 'release_info': release_info,
+            'plugin_pods': [{'metadata': {'name': 'hami-device-plugin-' + n}, 'spec': {'nodeName': n},
+                             'status': {'phase': 'Running'}} for n in plugin_nodes]}
+
+
+HAMI = {'name': 'hami', 'namespace': 'kube-system', 'chart': 'hami-2.10.0',
+        'values': {'gpuopsGpu': {'nodes': ['c', 'd'], 'nodeLabels': ['gpu']}}}
+HAMI_FLEET = [node('a', MIG), node('c', dict(SHARED, gpu='on')), node('d', {'gpu': 'on'}, annotations={
+    # forged: they must not matter
+    'gpuops.gpu/hami-release': 'gpu-operator/gpu-operator', 'gpuops.gpu/hami-labels': 'nvidia.com/mig.config'})]
+
+
+def test_hami_release_from_its_record():
+    plan = reset_plan(HAMI_FLEET, [policy(dp_enabled=False)], [], scope=['a', 'c', 'd'], hami=hami(HAMI, ['c', 'd']))
+    assert plan['errors'] == [] and plan['hami_release'] == 'kube-system/hami'
+    # HAMi left alone: not asked (hami=None), or its device plugin runs on no node of the reset
+    assert reset_plan(HAMI_FLEET, [], [], scope=['a', 'c', 'd'])['hami_release'] == ''
+    plan = reset_plan(HAMI_FLEET, [], [], scope=['a'], hami=hami({}, ['c', 'd']))
+    assert plan['errors'] == [] and plan['hami_release'] == ''
+
+
+def test_hami_errors_stop_the_whole_reset():
+    # a release of an earlier version (no record), and one that also serves a node outside the reset
+    for info, scope, fragment in ((dict(HAMI, values={}), ['a', 'c', 'd'], 'has no record'),
+                                  (HAMI, ['a', 'c'], 'also serves nodes outside the reset (d)')):
+        plan = reset_plan(HAMI_FLEET, [policy('gpuops-mig')], [cm('gpuops-mig')], scope=scope,
+                          hami=hami(info, ['c', 'd']))
+        assert len(plan['errors']) == 1 and fragment in plan['errors'][0], plan['errors']
+        assert plan['hami_release'] == '' and plan['mig_nodes'] == [] and plan['policy_patch'] == {}
+    with pytest.raises(AnsibleFilterError):
+        FILTERS['gpu_reset_plan'](HAMI_FLEET, [], hami='kube-system/hami')
+    assert FILTERS['gpu_reset_plan'](HAMI_FLEET, [], scope=['c', 'd'],
+                                     hami=hami(HAMI, ['c']))['hami_release'] == 'kube-system/hami'
+
+
 def test_pending():
     plan = reset_plan(FLEET, [policy('gpuops-mig', 'dp')], [cm('gpuops-mig'), cm('dp')], scope=['a', 'b', 'c', 'd'])
     pending = reset_pending(FLEET, plan)

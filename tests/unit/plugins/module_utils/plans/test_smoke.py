@@ -336,3 +336,20 @@ def test_smoke_filter():
         'smoke_test_namespace A is not a valid namespace name (lowercase letters, digits and -, at most 63)']
     with pytest.raises(AnsibleFilterError):
         smoke_filter('image')
+
+
+def test_failures_of_a_result():
+    result = {'cases': [{'resource': 'nvidia.com/gpu', 'status': 'passed'},
+                        {'resource': 'nvidia.com/mig-1g.5gb', 'node': 'n2', 'status': 'timeout'},
+                        {'resource': 'nvidia.com/gpu.shared', 'status': 'failed'},
+                        {'resource': 'nvidia.com/mig-2g.10gb', 'status': 'no-capacity', 'reason': 'cordoned'}],
+              'fill_cases': [{'resource': 'nvidia.com/gpu', 'node': 'n1', 'status': 'failed'}],
+              'load_cases': [{'resource': 'nvidia.com/gpu', 'node': 'n3', 'status': 'error'}]}
+    assert S.failures(result) == ['nvidia.com/mig-1g.5gb n2 timeout', 'nvidia.com/gpu.shared failed',
+                                  'nvidia.com/gpu n1 failed', 'nvidia.com/gpu n3 error']
+    assert S.failures(result, on_error=False, on_no_capacity=True) == ['nvidia.com/mig-2g.10gb: cordoned']
+    assert S.failures({'cases': [], 'fill_cases': [], 'load_cases': []}, on_no_capacity=True) == []
+    failures = SmokeFilters().filters()['smoke_test_failures']
+    assert failures(result, False, False) == []
+    with pytest.raises(AnsibleFilterError, match='registered result'):
+        failures(['x'])

@@ -9,6 +9,7 @@ __metaclass__ = type
 import pytest
 
 from ansible_collections.gpuops.gpu.plugins.module_utils.plans import smoke as S
+from ansible_collections.gpuops.gpu.plugins.module_utils.plans import smoke_fill as F
 from ansible_collections.gpuops.gpu.plugins.module_utils.k8s.client import Connection
 from ansible_collections.gpuops.gpu.plugins.module_utils.ops.smoke import FillRunner
 from ansible_collections.gpuops.gpu.tests.unit.plugins.module_utils.plans.test_smoke import (
@@ -36,12 +37,12 @@ FLEET = [
 
 
 def test_plan_fill_per_node_and_shared_resource():
-    cases = S.plan_fill(FLEET, extra=2)
+    cases = F.plan_fill(FLEET, extra=2)
     got = dict((c['node'], (c['resource'], c['sharing'], c['expect_running'], c['expect_pending'], c['status']))
                for c in cases)
     assert got == {
         'a10-0': ('nvidia.com/gpu.shared', 'mps', 8, 2, S.PLANNED),
-        'big-0': ('nvidia.com/gpu', 'time-slicing', 160, 2, S.SKIPPED),
+        'big-0': ('nvidia.com/gpu', 'time-slicing', 160, 2, F.SKIPPED),
         't4-0': ('nvidia.com/gpu', 'time-slicing', 4, 2, S.PLANNED),
         't4-1': ('nvidia.com/gpu', 'time-slicing', 1, 2, S.PLANNED),
         't4-2': ('nvidia.com/gpu', 'time-slicing', 4, 2, S.NO_CAPACITY),
@@ -53,21 +54,21 @@ def test_plan_fill_per_node_and_shared_resource():
     assert 'requested by pods' in by_node['t4-3']['reason']
     assert [c['id'] for c in cases] == list(range(len(cases)))
     # unshared (h100-0) and MIG resources (a100-0) are not filled; resource filters apply
-    assert S.plan_fill(FLEET, resources=['nvidia.com/gpu.shared'])[0]['node'] == 'a10-0'
-    assert [c['node'] for c in S.plan_fill(FLEET, exclude_resources=['nvidia.com/gpu'])] == ['a10-0']
-    assert S.plan_fill([shared('x', sharing='time-slicing', replicas=1)]) == []
+    assert F.plan_fill(FLEET, resources=['nvidia.com/gpu.shared'])[0]['node'] == 'a10-0'
+    assert [c['node'] for c in F.plan_fill(FLEET, exclude_resources=['nvidia.com/gpu'])] == ['a10-0']
+    assert F.plan_fill([shared('x', sharing='time-slicing', replicas=1)]) == []
 
 
 def test_fill_pods_request_one_unit_each_pinned_to_the_node():
-    case = [c for c in S.plan_fill(FLEET) if c['node'] == 'a10-0'][0]
-    pods = S.fill_pod_manifests(case, 'smoke', 'img', 'r1-fill', tolerations=[{'key': 'nvidia.com/gpu',
+    case = [c for c in F.plan_fill(FLEET) if c['node'] == 'a10-0'][0]
+    pods = F.fill_pod_manifests(case, 'smoke', 'img', 'r1-fill', tolerations=[{'key': 'nvidia.com/gpu',
                                                                               'operator': 'Exists'}])
     assert len(pods) == 9 and len(set(p['metadata']['name'] for p in pods)) == 9
     pod = pods[0]
     assert pod['kind'] == 'Pod' and pod['metadata']['name'].startswith('gpuops-fill-')
-    assert pod['metadata']['labels'][S.FILL_LABEL] == str(case['id'])
+    assert pod['metadata']['labels'][F.FILL_LABEL] == str(case['id'])
     assert pod['metadata']['labels'][S.RUN_LABEL] == 'r1-fill'
-    assert pod['metadata']['annotations'][S.ANN_SHARING] == 'mps'
+    assert pod['metadata']['annotations'][F.ANN_SHARING] == 'mps'
     spec = pod['spec']
     assert spec['containers'][0]['resources'] == {'limits': {'nvidia.com/gpu.shared': 1}}
     assert spec['containers'][0]['command'] == ['sleep', '3600']
@@ -100,7 +101,7 @@ CASE = {'expect_running': 2, 'expect_pending': 1}
     ([fill_pod('n', 'Running')] * 2 + [fill_pod(unschedulable=True)] * 2, True, S.FAILED),
 ])
 def test_classify_fill(pods, stuck, expected):
-    status, detail = S.classify_fill(CASE, pods, stuck=stuck)
+    status, detail = F.classify_fill(CASE, pods, stuck=stuck)
     if isinstance(expected, tuple):
         assert (status, detail) == expected
     else:
@@ -109,19 +110,19 @@ def test_classify_fill(pods, stuck, expected):
 
 def test_classify_fill_explains_pods_that_ended():
     pods = [fill_pod('n', 'Succeeded'), fill_pod('n', 'Running'), fill_pod('n', 'Running')]
-    status, detail = S.classify_fill(CASE, pods)
+    status, detail = F.classify_fill(CASE, pods)
     assert status == S.FAILED and 'smoke_test_fill_command' in detail and '1 fill pods ended' in detail
-    status, detail = S.classify_fill(CASE, [fill_pod('n', 'Running')] * 3)
+    status, detail = F.classify_fill(CASE, [fill_pod('n', 'Running')] * 3)
     assert 'took more pods than it advertises' in detail
 
 
 def test_fill_table():
-    cases = S.plan_fill(FLEET)
+    cases = F.plan_fill(FLEET)
     cases[0].update(status=S.PASSED, detail='8 bound, 1 Pending (Unschedulable); expected 8 and 1')
-    lines = S.fill_table(cases).splitlines()
+    lines = F.fill_table(cases).splitlines()
     assert lines[0].split()[:4] == ['NODE', 'RESOURCE', 'SHARING', 'ALLOC']
     assert lines[1].split()[:3] == ['a10-0', 'gpu.shared', 'mps'] and 'PASSED' in lines[1]
-    assert S.fill_table([]) == 'no time-sliced or MPS-shared resource to fill'
+    assert F.fill_table([]) == 'no time-sliced or MPS-shared resource to fill'
 
 
 # --- the fill runner against a fake scheduler -----------------------------------------------------
@@ -163,8 +164,8 @@ class FakeScheduler(object):
 
 def fill_run(cluster, nodes, **kwargs):
     clock = Clock()
-    cases = [c for c in S.plan_fill(nodes) if c['status'] == S.PLANNED]
-    manifests = [S.fill_pod_manifests(c, 'smoke', 'img', 'r1-fill') for c in cases]
+    cases = [c for c in F.plan_fill(nodes) if c['status'] == S.PLANNED]
+    manifests = [F.fill_pod_manifests(c, 'smoke', 'img', 'r1-fill') for c in cases]
     runner = FillRunner(Connection(core=cluster), 'smoke', 'r1-fill', clock=clock, sleep=clock.sleep,
                         poll_interval=1, **kwargs)
     runner.run(cases, manifests)

@@ -64,6 +64,7 @@ class FakeApi(object):
         self.evicted = []
         self.deleted = []
         self.leases = {}
+        self.policies = []  # ClusterPolicies (where the rollout lock lives: their status.namespace)
 
     def _fail(self, method):
         pending = self.failures.get(method)
@@ -111,6 +112,10 @@ class FakeApi(object):
     def create_namespaced_event(self, namespace, body, **kwargs):
         self.events.append((body['involvedObject']['name'], body['reason']))
         return Resp(body)
+
+    def list_cluster_custom_object(self, group, version, plural, **kwargs):
+        assert plural == 'clusterpolicies'
+        return Resp({'items': copy.deepcopy(self.policies)})
 
     # the rollout lock's Lease (CustomObjectsApi), one object per (namespace, name)
     def get_namespaced_custom_object(self, group, version, namespace, plural, name, **kwargs):

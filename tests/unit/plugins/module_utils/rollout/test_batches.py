@@ -165,3 +165,12 @@ def test_every_node_exactly_once_and_budget_respected():
             batches = plan_batches(nodes, limit)
             assert sorted(n for b in batches for n in b) == nodes
             assert all(0 < len(b) <= parse_max_unavailable(limit, count) for b in batches)
+
+
+@pytest.mark.parametrize('value', ['\u0663', '\uff12', '\u00b2', '\u0663%', '\uff15\uff10%', '1\u0660', '\u096a'])
+def test_parse_max_unavailable_takes_ascii_digits_only(value):
+    """Python's int() and \\d read other scripts' digits ('\u0663' is 3, '\uff12' is 2): refused, saying which digits."""
+    with pytest.raises(ValueError) as exc:
+        parse_max_unavailable(value, 10)
+    assert str(exc.value) == ("max_unavailable must be a positive integer or a percentage like '25%%', got %r: write "
+                              "it with the digits 0-9" % value)

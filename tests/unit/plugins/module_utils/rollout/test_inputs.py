@@ -65,6 +65,13 @@ class TestOptions(object):
             "%s 'My Policy' is not a Kubernetes object name (lowercase letters, digits, '-' and '.')" % key]
         assert errors_of(**{key: ''}) == [] and errors_of(**{key: 'gpu-cluster-policy'}) == []
 
+    @pytest.mark.parametrize('name', ['default-mig-parted-config', 'default-gpu-clients', 'kube-root-ca.crt',
+                                      'nvidia-device-plugin-entrypoint', 'nvidia-mig-manager-entrypoint'])
+    def test_config_map_never_names_an_operator_configmap(self, name):
+        [error] = errors_of(config_map=name)
+        assert error.startswith("config_map: ConfigMap '%s' belongs to " % name)
+        assert error.endswith('or leave config_map unset to read the one the ClusterPolicy names')
+
     def test_pod_selector(self):
         assert errors_of(pod_selector={'app': 'trainer'}) == []
         assert errors_of(pod_selector={'app': ['a', 'b']}) == [

@@ -9,6 +9,8 @@ run under a role's lock, the engine's hook, and the rollout_lock module's run().
 from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
 
+import time
+
 import pytest
 
 from ansible_collections.gpuops.gpu.plugins.module_utils.common.lease import format_time
@@ -37,6 +39,9 @@ class Clock(object):
     def __call__(self):
         return self.now
 
+    def monotonic(self):  # advances with the wall clock here
+        return self.now - T0 + 1000.0
+
     def sleep(self, seconds):
         self.sleeps += 1
         self.now += max(seconds, 0.01)
@@ -47,7 +52,7 @@ class Clock(object):
 def make(api, clock, holder=None, joined=False, duration=120, log=None):
     return rl.RolloutLock(Connection(core=api, custom=api), NS, holder=holder, duration=duration, joined=joined,
                           info=rl.lock_info('mig_rollout of 1 node(s)', ['n1'], who='%s@ctl pid 1' % holder),
-                          clock=clock, sleep=clock.sleep, log=log)
+                          clock=clock, sleep=clock.sleep, log=log, monotonic=clock.monotonic)
 
 
 def lease(api):
@@ -159,6 +164,82 @@ def test_status_reads_without_writing_and_reports_unreadable_leases():
     assert make(api, clock).status()['state'] == 'unknown'
 
 
+def test_a_lease_stamped_a_year_ahead_is_taken_over_with_a_warning():
+    api, clock = FakeApi([]), Clock()
+    make(api, Clock(T0 + 365 * 86400), holder='from-the-future').acquire()
+    later = make(api, clock, holder='next')
+    assert later.acquire()['state'] == 'stale' and lease(api)['spec']['holderIdentity'] == 'next'
+    assert 'from-the-future' in later.warnings[0] and 'renewTime 2027-01-01T00:00:00' in later.warnings[0]
+
+
+class Counting(FakeApi):
+    """Counts the Lease requests."""
+
+    def __init__(self, *args, **kwargs):
+        FakeApi.__init__(self, *args, **kwargs)
+        self.lease_calls = []
+
+    def get_namespaced_custom_object(self, *args, **kwargs):
+        self.lease_calls.append('get')
+        return FakeApi.get_namespaced_custom_object(self, *args, **kwargs)
+
+    def replace_namespaced_custom_object(self, *args, **kwargs):
+        self.lease_calls.append('put')
+        return FakeApi.replace_namespaced_custom_object(self, *args, **kwargs)
+
+
+def test_the_fence_passes_at_once_while_the_last_renewal_is_fresh_and_renews_after():
+    api, clock = Counting([]), Clock()
+    mine = make(api, clock, holder='me', duration=30)
+    mine.acquire()
+    clock.now += 9.9  # younger than a third of 30 s: no request
+    mine.fence()
+    assert api.lease_calls == ['get']  # the acquire's read only
+    clock.now += 0.1
+    mine.fence()  # a third old: one PUT (with the resourceVersion last seen) before the write
+    assert api.lease_calls == ['get', 'put'] and lease(api)['spec']['renewTime'] == format_time(T0 + 10)
+    mine.fence()
+    assert api.lease_calls == ['get', 'put']
+
+
+def test_a_frozen_holder_whose_lease_was_taken_over_is_stopped_by_the_fence():
+    api, clock = Counting([]), Clock()
+    mine = make(api, clock, holder='me', duration=30)
+    mine.acquire()
+    clock.now += 45  # frozen (its renewing thread too) past its lease; meanwhile another run takes it over
+    make(api, clock, holder='other').acquire()
+    taken = lease(api)['metadata']['resourceVersion']
+    with pytest.raises(rl.LockLost, match='no longer held by this run .*other@ctl pid 1') as info:
+        mine.fence()
+    assert isinstance(info.value, RolloutFailed) and 'run again to resume' in str(info.value)
+    assert lease(api)['spec']['holderIdentity'] == 'other' and lease(api)['metadata']['resourceVersion'] == taken
+    calls = len(api.lease_calls)
+    with pytest.raises(rl.LockLost):  # once lost, at once: no further request either
+        mine.fence()
+    assert len(api.lease_calls) == calls
+
+
+def test_a_holder_whose_lease_nobody_took_renews_it_even_past_its_duration():
+    api, clock = FakeApi([]), Clock()
+    mine = make(api, clock, holder='me', duration=30)
+    mine.acquire()
+    clock.now += 300  # an API outage longer than the lease, but nobody wrote the Lease meanwhile
+    mine.fence()
+    assert lease(api)['spec']['renewTime'] == format_time(T0 + 300) and mine.lost is None
+
+
+def test_the_lock_lives_in_the_namespace_the_operator_wrote_in_its_cluster_policy():
+    api = FakeApi([])
+    assert rl.lock_namespace(Connection(custom=api), {'operator_namespace': 'mine'}) == 'mine'
+    assert rl.lock_namespace(Connection(custom=api), {}) == 'nvidia-gpu-operator'
+    api.policies = [{'metadata': {'name': 'p'}, 'status': {'state': 'ready', 'namespace': 'gpu-operator'}}]
+    for given in ('mine', 'nvidia-gpu-operator', None):
+        assert rl.lock_namespace(Connection(custom=api), {'operator_namespace': given}) == 'gpu-operator'
+    assert rl.lock_namespace(Connection(custom=api), {'operator_namespace': 'mine', 'lock_namespace': 'x'}) == 'x'
+    api.policies = [{'metadata': {'name': 'p'}, 'status': {'state': 'ready'}}]  # the operator has not run yet
+    assert rl.lock_namespace(Connection(custom=api), {'operator_namespace': 'mine'}) == 'mine'
+
+
 # ---------------------------------------------------------------------------------------- the engine's hook
 
 def engine(api, **kw):
@@ -187,7 +268,7 @@ def test_the_engine_holds_the_lock_while_it_changes_nodes_and_releases_it():
 
 def test_the_engine_fails_before_any_write_when_another_run_holds_the_lock():
     api = FakeApi([node('n1')])
-    make(api, Clock(4e9), holder='other').acquire()  # far in the future (2096): never stale here
+    make(api, Clock(time.time()), holder='other').acquire()  # held now (the engine's lock reads the real clock)
     rollout, nodes = engine(api)
     with pytest.raises(rl.LockBusy, match='other@ctl pid 1'):
         rollout.run({'n1': 'v2'}, nodes)
@@ -209,7 +290,7 @@ def test_the_engine_releases_the_lock_on_failure_and_takes_none_without_work():
 
 def test_the_engine_plans_again_after_waiting(monkeypatch):
     api = FakeApi([node('n1')])
-    holder = make(api, Clock(4e9), holder='other')
+    holder = make(api, Clock(time.time()), holder='other')
     holder.acquire()
     rollout, nodes = engine(api, lock_timeout=30)
 
@@ -230,11 +311,37 @@ def test_the_engine_plans_again_after_waiting(monkeypatch):
 
 def test_check_mode_reports_the_lock_without_taking_it():
     api = FakeApi([node('n1')])
-    make(api, Clock(4e9), holder='other').acquire()
+    make(api, Clock(time.time()), holder='other').acquire()
     rollout, nodes = engine(api, check_mode=True)
     result = rollout.run({'n1': 'v2'}, nodes)
     assert result['lock']['state'] == 'held' and result['lock']['who'] == 'other@ctl pid 1'
     assert lease(api)['metadata']['resourceVersion'] == '1'
+
+
+def test_a_rollout_whose_lease_was_taken_over_makes_no_further_write():
+    """The first node write (the cordon) is followed by a freeze past the lease, during which another
+    run takes the lock over: the next write finds that out first, and nothing more is written."""
+    api = FakeApi([node('n1'), node('n2')])
+    rollout, nodes = engine(api, lock_duration=30, max_unavailable=1)
+    patch, after = api.patch_node, []
+
+    def patch_node(name, body, **kwargs):
+        if api.patches:
+            after.append((name, body))
+        answer = patch(name, body, **kwargs)
+        if len(api.patches) == 1:  # the cordon landed; then frozen for 45 s (its renewing thread too)
+            later = Clock(time.time() + 45)
+            rollout.lock.clock, rollout.lock.monotonic = later, lambda: time.monotonic() + 45
+            make(api, later, holder='other').acquire()  # meanwhile another run took the expired lease over
+        return answer
+    api.patch_node = patch_node
+    with pytest.raises(rl.LockLost, match='no longer held by this run .*other@ctl') as info:
+        rollout.run({'n1': 'v2', 'n2': 'v2'}, nodes)
+    assert len(api.patches) == 1 and after == [], 'no write after the takeover'
+    assert lease(api)['spec']['holderIdentity'] == 'other'
+    result = info.value.result
+    assert [n['node'] for n in result['nodes']] == ['n1'] and result['untouched'] == ['n2']
+    assert 'gpuops.gpu/rollout-target' in api.nodes['n1']['metadata']['annotations'], 'resumable'
 
 
 # ---------------------------------------------------------------------------------------- gpuops.gpu.rollout_lock
@@ -260,6 +367,31 @@ def test_module_present_renew_absent():
     assert other['changed'] is False and 'left alone' in other['warnings'][0] and lease(api) is not None
     assert module(api, state='absent', holder=taken['holder'])['changed'] is True and lease(api) is None
     assert module(api, state='absent', holder=taken['holder'])['changed'] is False
+
+
+def test_module_renewal_by_a_holder_that_lost_the_lock_fails_and_never_takes_it_again():
+    api, clock = FakeApi([]), Clock(time.time())
+    taken = module(api, lock_duration=30)
+    api.leases[KEY]['spec']['renewTime'] = format_time(clock.now - 60)  # expired, then taken over
+    make(api, clock, holder='other').acquire()
+    with pytest.raises(rl.LockBusy, match='holder %s does not hold the rollout lock .*held by other@ctl' % taken['holder']):
+        module(api, holder=taken['holder'])
+    rl.RolloutLock(Connection(custom=api), NS, holder='other').release()
+    with pytest.raises(rl.LockBusy, match='it is free'):  # released meanwhile: not taken again under the old holder
+        module(api, holder=taken['holder'])
+    assert lease(api) is None
+    planned = module(api, check_mode=True, holder=taken['holder'])  # as a check-mode role renews its made-up holder
+    assert planned['changed'] is True and planned['warnings'] == [] and lease(api) is None
+
+
+def test_module_runs_given_other_operator_namespaces_share_the_operators_lock():
+    api = FakeApi([])
+    api.policies = [{'metadata': {'name': 'p'}, 'status': {'state': 'ready', 'namespace': NS}}]
+    taken = module(api, operator_namespace='somewhere-else')
+    assert taken['lease'] == NS + '/gpuops-gpu-rollout' and taken['namespace'] == NS
+    with pytest.raises(rl.LockBusy, match='reset of 1 node'):
+        module(api, operator_namespace='nvidia-gpu-operator')
+    assert list(api.leases) == [KEY]
 
 
 def test_module_check_mode_writes_nothing():

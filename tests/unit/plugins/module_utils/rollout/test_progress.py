@@ -3,8 +3,8 @@
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
 """What a running rollout shows (rollout/progress.py): the progress file the module rewrites, the lines the
-action plugin prints from it, each node's timeline, the summary table and the set_stats artifact; and the
-engine filling them in on a fake API. The job output of a real rollout is tested in
+action plugin prints from it and each node's timeline; and the engine filling them in on a fake API (the summary
+table of its result: plans/rollout_summary.py, tested in plans/test_rollout_summary.py). The job output of a real rollout is tested in
 tests/integration/test_awx_progress.py."""
 
 from __future__ import (absolute_import, division, print_function)
@@ -16,9 +16,7 @@ import signal
 
 import pytest
 
-from ansible.errors import AnsibleFilterError
-
-from ansible_collections.gpuops.gpu.plugins.filter.rollout import rollout_stats, rollout_summary_table
+from ansible_collections.gpuops.gpu.plugins.module_utils.plans.rollout_summary import summary_table
 from ansible_collections.gpuops.gpu.plugins.module_utils.rollout import progress as pg
 
 pytest.importorskip('kubernetes')
@@ -33,13 +31,6 @@ from ansible_collections.gpuops.gpu.tests.unit.plugins.module_utils.rollout.fake
 def read(path):
     with open(str(path)) as handle:
         return json.load(handle)
-
-
-def done_node(name, **extra):
-    st = {'node': name, 'from': 'all-disabled', 'to': 'all-1g.5gb', 'phase': 'done', 'changed': True,
-          'evicted': ['ml/a', 'ml/b'], 'duration_s': 75.4, 'detail': 'x', 'cycled': False}
-    st.update(extra)
-    return st
 
 
 class TestTimeline(object):
@@ -116,66 +107,6 @@ class TestStatusLine(object):
             'mig rollout 2m10s: batch 2/4 · draining: a, b · waiting for the node agent: c · '
             'held: d (stuck after 600s: pending) · done: 6')
 
-    @pytest.mark.parametrize('seconds, words', [(0, '0s'), (9.4, '9s'), (65.2, '1m05s'), (3725, '1h02m05s'),
-                                                (None, '0s')])
-    def test_duration_words(self, seconds, words):
-        assert pg.duration_words(seconds) == words
-
-
-class TestSummary(object):
-    def test_one_row_per_node_aligned_with_totals(self):
-        held = done_node('node-b', phase='failed', reason='stuck after 600s: pending', evicted=[], duration_s=601)
-        lines = pg.summary_table({'nodes': [done_node('node-a'), held], 'untouched': ['node-c']}, title='MIG rollout')
-        assert lines == [
-            'MIG rollout: 2 node(s)',
-            'NODE    FROM -> TO                  DURATION  EVICTED  RESULT',
-            'node-a  all-disabled -> all-1g.5gb  1m15s     2        done',
-            'node-b  all-disabled -> all-1g.5gb  10m01s    0        held: stuck after 600s: pending',
-            'done 1, held 1, gone 0, not started 1',
-            'not started (untouched): node-c']
-
-    def test_several_results_skipped_ones_left_out(self):
-        lines = pg.summary_table([{'nodes': [done_node('a')]}, {'skipped': True}, {'nodes': [
-            done_node('b', phase='gone', reason='node deleted during the rollout')]}])
-        assert lines[2].startswith('a ') and lines[3].endswith('gone: node deleted during the rollout')
-        assert lines[-1] == 'done 1, held 0, gone 1, not started 0'
-
-    def test_check_mode_lists_the_plan(self):
-        plan = [{'batch': 1, 'nodes': [{'node': 'n1', 'from': None, 'to': 'v2', 'resume': True,
-                                        'pods_to_evict': ['ml/p'], 'blocking_pdbs': []}]}]
-        lines = pg.summary_table({'nodes': [], 'plan': plan})
-        assert lines[2].split() == ['n1', '-', '->', 'v2', '-', '1', 'planned', '(resumes', 'an', 'unfinished', 'run)']
-        assert lines[-1] == 'planned 1 (check mode: nothing was changed)'
-
-    def test_nothing_to_change(self):
-        assert pg.summary_table({'nodes': [], 'plan': []}, title='T') == ['T: nothing to change']
-        assert pg.summary_table([]) == ['GPU rollout: nothing to change']
-
-    @pytest.mark.parametrize('bad, words', [('text', 'item 0 is str'), ([{}, 3], 'item 1 is int'),
-                                            ({'nodes': 'n1'}, 'nodes must be a list')])
-    def test_bad_input_says_what_is_expected(self, bad, words):
-        with pytest.raises(ValueError, match=words):
-            pg.summary_table(bad)
-        with pytest.raises(AnsibleFilterError, match='rollout_summary_table: .*' + words):
-            rollout_summary_table(bad)
-        with pytest.raises(AnsibleFilterError, match='rollout_stats: .*' + words):
-            rollout_stats(bad, 'mig')
-
-
-class TestStats(object):
-    def test_keeps_what_the_next_job_needs(self):
-        a = done_node('a', timeline={'started': '2026-11-24T10:00:00.000Z', 'uncordoned': '2026-11-24T10:01:00.000Z'})
-        b = done_node('b', timeline={'started': '2026-11-24T09:59:00.000Z', 'cordoned': '2026-11-24T10:02:00.000Z'})
-        out = rollout_stats([{'changed': False, 'nodes': [a]}, {'changed': True, 'nodes': [b], 'untouched': ['c']}],
-                            'reset')
-        assert (out['kind'], out['changed'], out['untouched']) == ('reset', True, ['c'])
-        assert (out['started'], out['ended']) == ('2026-11-24T09:59:00.000Z', '2026-11-24T10:02:00.000Z')
-        assert set(out['nodes'][0]) == {'node', 'from', 'to', 'phase', 'changed', 'evicted', 'duration_s', 'timeline'}
-
-    def test_no_nodes(self):
-        assert rollout_stats({'nodes': []}, 'mig') == {'kind': 'mig', 'changed': False, 'nodes': [], 'untouched': [],
-                                                       'started': None, 'ended': None}
-
 
 def test_the_engine_fills_the_progress_file_and_the_timeline(tmp_path):
     api = FakeApi([node('n1'), node('n2'), node('n3')], pods=[gpu_pod('train-1', 'n1')])
@@ -197,7 +128,7 @@ def test_the_engine_fills_the_progress_file_and_the_timeline(tmp_path):
         assert list(st['timeline']) == list(pg.TIMELINE_ORDER), st['timeline']
         assert sorted(st['timeline'].values()) == list(st['timeline'].values())
         assert st['from'] is None and st['to'] == 'v2'
-    lines = pg.summary_table(result)
+    lines = summary_table(result)
     assert [line.split()[0] for line in lines[2:5]] == ['n1', 'n2', 'n3'] and lines[2].split()[-2:] == ['1', 'done']
 
 
