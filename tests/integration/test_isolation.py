@@ -170,7 +170,8 @@ def variables(cluster_a, helm, tmp_path_factory):
         'hami_chart_ref': _write_chart(charts / 'hami', HAMI_STANDIN_CHART), 'hami_helm_binary': helm,
         'hami_namespace': 'hami-system', 'hami_nodes': ['a100-0', 'a100-1'],
         'hami_disable_operator_device_plugin': True, 'hami_wait_timeout': 120,
-        # reset: MIG, sharing and HAMi back
+        # reset: MIG, sharing and HAMi back (the reset removes only the HAMi release it is given)
+        'reset_hami_namespace': 'hami-system',
         'reset_operator_namespace': OP_NS, 'reset_helm_binary': helm, 'reset_max_unavailable': 2,
         'reset_poll_interval': 0.5, 'reset_state_timeout': 240, 'reset_verify_timeout': 120,
     })
