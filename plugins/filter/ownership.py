@@ -2,7 +2,7 @@
 # Copyright: (c) 2026, gpuops.gpu contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""Ownership filters: thin wrappers over module_utils.common.names.
+"""Ownership filters: thin wrappers over module_utils.common.ownership.
 
 Documentation is in the sidecar file configmap_write_errors.yml.
 """
@@ -10,12 +10,12 @@ Documentation is in the sidecar file configmap_write_errors.yml.
 from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
 
-from ansible_collections.gpuops.gpu.plugins.module_utils.common import names
+from ansible_collections.gpuops.gpu.plugins.module_utils.common import ownership
 
 
 def configmap_write_errors(name, option, namespace='', existing=None):
     """Why the collection may not write the ConfigMap ``name`` ([] when it may)."""
-    return names.configmap_write_errors(name, option, namespace, existing)
+    return ownership.configmap_write_errors(name, option, namespace, existing)
 
 
 class FilterModule(object):

@@ -4,9 +4,9 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 """Names shared across the collection: labels, annotations, resource names, CRD coordinates.
 
-One place for every name that more than one package reads or writes. Pure constants (and the
-helpers that say who owns an object: the ownership label, the ConfigMaps the collection never
-writes), standard library only.
+One place for every name that more than one package reads or writes. Pure constants (and two
+helpers for the ownership label), standard library only; who owns a ConfigMap is decided in
+common/ownership.py.
 
 - NVIDIA node labels are written by GPU feature discovery (GFD), node feature discovery (NFD)
   and the operator's MIG manager; the collection reads them and, for ``nvidia.com/mig.config``
@@ -18,8 +18,6 @@ writes), standard library only.
 
 from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
-
-import re
 
 # --- how a playbook reaches its cluster ------------------------------------------------------------
 
@@ -60,58 +58,6 @@ OPERATOR_CONFIGMAPS = ('default-mig-parted-config', 'default-gpu-clients', 'defa
                        'nvidia-vfio-manager', 'nvidia-dcgm-exporter', 'nvidia-kata-manager-config',
                        'gpu-operator-trusted-ca', 'kube-root-ca.crt', 'openshift-service-ca.crt')
 OPERATOR_CONFIGMAP_PATTERN = '^nvidia-.*-entrypoint$'
-_OPERATOR = 'the GPU operator (%s; it replaces the content on every reconcile)'
-_CONFIGMAP_OWNERS = {
-    'default-mig-parted-config': _OPERATOR % 'its built-in MIG configs',
-    'default-gpu-clients': _OPERATOR % 'the GPU clients its MIG manager stops',
-    'default-vgpu-devices-config': _OPERATOR % 'its built-in vGPU device configs',
-    'nvidia-vfio-manager': _OPERATOR % 'the script its privileged VFIO manager runs',
-    'nvidia-dcgm-exporter': _OPERATOR % 'the entrypoint script of dcgm-exporter on OpenShift',
-    'nvidia-kata-manager-config': _OPERATOR % 'the Kata manager config',
-    'gpu-operator-trusted-ca': _OPERATOR % 'the trusted CA bundle of its driver pods on OpenShift',
-    'kube-root-ca.crt': "Kubernetes (the cluster's root CA bundle, published in every namespace)",
-    'openshift-service-ca.crt': 'OpenShift (the service CA bundle, published in every namespace)',
-}
-_ENTRYPOINT_OWNER = _OPERATOR % 'the entrypoint script of one of its privileged operands'
-
-
-def configmap_owner(name):
-    """Who owns the ConfigMap called ``name`` when it is one of OPERATOR_CONFIGMAPS or matches
-    OPERATOR_CONFIGMAP_PATTERN (words for a message), else None."""
-    if not isinstance(name, str):
-        return None
-    if name in OPERATOR_CONFIGMAPS:
-        return _CONFIGMAP_OWNERS[name]
-    return _ENTRYPOINT_OWNER if re.search(OPERATOR_CONFIGMAP_PATTERN, name) else None
-
-
-def configmap_write_errors(name, option, namespace='', existing=None):
-    """Why the collection may not write the ConfigMap ``name`` that the input ``option`` names ([] when it may).
-
-    It writes only the ConfigMaps it created: never one of OPERATOR_CONFIGMAPS or OPERATOR_CONFIGMAP_PATTERN, and,
-    when ``existing`` (the ConfigMap as read from the cluster, None or [] when it does not exist) is given, never one
-    that has an owner reference or lacks the label app.kubernetes.io/managed-by: gpuops.gpu. The same rule as the
-    rollout account's ConfigMap admission policy, so a run as an admin and a run as that account agree.
-    """
-    where = '%s/%s' % (namespace, name) if namespace else str(name)
-    owner = configmap_owner(name)
-    if owner:
-        return ["%s: ConfigMap '%s' belongs to %s; gpuops.gpu never writes it: choose a name of your own"
-                % (option, name, owner)]
-    if isinstance(existing, list):
-        existing = existing[0] if existing else None
-    if not existing:
-        return []
-    meta = existing.get('metadata') or {}
-    owners = ['%s %s' % (o.get('kind'), o.get('name')) for o in meta.get('ownerReferences') or []]
-    if owners:
-        return ['%s: ConfigMap %s belongs to %s (owner reference); gpuops.gpu never writes it: choose a name of your '
-                'own' % (option, where, ', '.join(owners))]
-    if not is_managed(meta.get('labels')):
-        return ['%s: ConfigMap %s exists and gpuops.gpu did not create it (no label %s=%s), and gpuops.gpu writes only '
-                'the ConfigMaps it created: choose another name, or label it %s=%s to hand it over'
-                % (option, where, LABEL_MANAGED_BY, MANAGED_BY, LABEL_MANAGED_BY, MANAGED_BY)]
-    return []
 
 
 # --- extended resources (NVIDIA device plugin, HAMi) ------------------------------------------

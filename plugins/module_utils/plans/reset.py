@@ -108,6 +108,7 @@ def reset_plan(nodes, policies, config_maps, scope=None, wanted=None, options=No
                                        hami.get('plugin_pods'), nodes, in_scope)
         errors.extend(hami_plan['errors'])
         hami_release = hami_plan['release']
+    errors.extend(_device_plugin_off_errors(policy, mig_nodes, hami_release))
     labelled = [n for n in in_scope if LABEL_DP_CONFIG in _labels(by_name[n])] if opts['sharing'] else []
     # after the sharing rollout a node may keep a label naming an unshared profile; it goes once the
     # ClusterPolicy no longer names a device-plugin ConfigMap (or when there is none)
@@ -119,6 +120,20 @@ def reset_plan(nodes, policies, config_maps, scope=None, wanted=None, options=No
             'policy_patch': policy_patch if ok else {}, 'default_patch': default_patch if ok else {},
             'config_maps_delete': delete if ok else [], 'config_maps_kept': kept,
             'hami_release': hami_release if ok else ''}
+
+
+def _device_plugin_off_errors(policy, nodes, hami_release):
+    """The rollback of ``nodes`` is verified by the GPUs the operator's device plugin advertises: with that device
+    plugin switched off (HAMi, or by hand) and no HAMi removal in this reset to switch it back on, it could never
+    be, and the nodes would stay cordoned."""
+    if not nodes or hami_release or policy is None:
+        return []
+    if ((policy.get('spec') or {}).get('devicePlugin') or {}).get('enabled', True) is not False:
+        return []
+    return ["the GPU operator's device plugin is switched off in ClusterPolicy %s (spec.devicePlugin.enabled: false), "
+            'so the MIG rollback of %s could not be verified and the nodes would stay cordoned. If HAMi runs here, name its '
+            'release with reset_hami_namespace and reset_hami_release_name (and keep reset_hami on); otherwise switch '
+            'the device plugin back on first' % (_meta(policy).get('name'), ', '.join(nodes))]
 
 
 def _policy_configs(policy, opts):

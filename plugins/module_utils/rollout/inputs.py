@@ -14,7 +14,7 @@ import time
 
 from ansible_collections.gpuops.gpu.plugins.module_utils.common.checks import (
     is_dns_label, is_dns_subdomain, label_key_errors, label_value_errors, type_name)
-from ansible_collections.gpuops.gpu.plugins.module_utils.common.names import configmap_write_errors
+from ansible_collections.gpuops.gpu.plugins.module_utils.common.ownership import configmap_write_errors
 from ansible_collections.gpuops.gpu.plugins.module_utils.common.selector import parse_selector, selector_matches
 from ansible_collections.gpuops.gpu.plugins.module_utils.gpu.node import is_gpu_node
 from ansible_collections.gpuops.gpu.plugins.module_utils.k8s.errors import InputError

@@ -2,7 +2,7 @@
 # Copyright: (c) 2026, gpuops.gpu contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Every ConfigMap a role creates carries the collection's managed-by label (common/names.py LABEL_MANAGED_BY,
-MANAGED_BY): the roles write only ConfigMaps carrying it (common/names.py configmap_write_errors), and so does the
+MANAGED_BY): the roles write only ConfigMaps carrying it (common/ownership.py configmap_write_errors), and so does the
 rollout account's ConfigMap admission policy, so a ConfigMap created without it could never be written again."""
 
 from __future__ import (absolute_import, division, print_function)

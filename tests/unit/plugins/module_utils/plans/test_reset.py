@@ -175,3 +175,15 @@ def test_filters():
         FILTERS['gpu_reset_plan']('nodes', [])
     with pytest.raises(AnsibleFilterError):
         FILTERS['gpu_reset_pending'](FLEET, 'plan')
+
+
+def test_mig_rollback_with_the_device_plugin_off_and_no_hami_removal_is_refused_before_writing():
+    """HAMi (or an admin) switched the operator's device plugin off: a MIG rollback could never be verified (no GPU
+    would be advertised) and would leave the nodes cordoned, unless this reset removes HAMi, which switches it back."""
+    mig_node = node('m', {'nvidia.com/mig.config': 'all-1g.10gb', 'nvidia.com/mig.config.state': 'success'})
+    plan = reset_plan([mig_node], [policy(dp_enabled=False)], [], scope=['m'])
+    [error] = plan['errors']
+    assert 'device plugin is switched off' in error and 'reset_hami_namespace' in error
+    assert plan['mig_nodes'] == [] and plan['policy_patch'] == {}, 'nothing is written'
+    assert reset_plan([mig_node], [policy()], [], scope=['m'])['errors'] == []
+    assert reset_plan([mig_node], [policy(dp_enabled=False)], [], scope=['m'], options={'mig': False})['errors'] == []
