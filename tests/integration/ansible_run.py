@@ -103,21 +103,24 @@ def run_play_stats(kubeconfig, tasks, check=False, diff=False, vars=None):
     return rc, results, stats, '\n'.join(failed) + '\n' + raw[-4000:]
 
 
-# node labels the GPU operator's own controllers write when they like (its upgrade controller labels every GPU
-# node once it runs), never a write of the collection: left out of node_facts()
+# node labels and annotations the GPU operator's own controllers write when they like (its upgrade controller
+# labels every GPU node once it runs; its ClusterPolicy controller annotates every GPU node while
+# driver.upgradePolicy.autoUpgrade is on), never a write of the collection: left out of node_facts()
 OPERATOR_OWN_LABELS = ('nvidia.com/gpu-driver-upgrade-state',)
+OPERATOR_OWN_ANNOTATIONS = ('nvidia.com/gpu-driver-upgrade-enabled',)
 
 
 def node_facts(core, names=None):
     """What a write by the collection would change on nodes — labels, annotations, cordon, taints —
     without the status heartbeats KWOK keeps writing (resourceVersion moves on its own) and the labels
-    the GPU operator writes by itself (OPERATOR_OWN_LABELS)."""
+    and annotations the GPU operator writes by itself (OPERATOR_OWN_LABELS, OPERATOR_OWN_ANNOTATIONS)."""
     out = {}
     for node in core.list_node().items:
         if names is not None and node.metadata.name not in names:
             continue
         annotations = dict((k, v) for k, v in (node.metadata.annotations or {}).items()
-                           if not k.startswith('gpusim.gpuops.dev/'))  # the simulator's own bookkeeping
+                           # the simulator's own bookkeeping, and the operator's
+                           if not k.startswith('gpusim.gpuops.dev/') and k not in OPERATOR_OWN_ANNOTATIONS)
         labels = dict((k, v) for k, v in (node.metadata.labels or {}).items() if k not in OPERATOR_OWN_LABELS)
         out[node.metadata.name] = (labels, annotations,
                                    bool(node.spec.unschedulable),
