@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """MIG demand planner benchmark (docs/performance.md#mig-demand-planner): planning time of
-gpuops.gpu.mig_plan (plugins/module_utils/plans/mig_demand.py) on generated pools of 100, 1000 and 5000
+gpuops.gpu.mig_plan (plugins/module_utils/gpu/mig_demand.py) on generated pools of 100, 1000 and 5000
 nodes, 3 GPU products, 5 demanded resources. Pure: no cluster, one process, one thread.
 
 Run with the project's virtualenv (make venv):  ~/.cache/gpuops/venv-*/bin/python bench/mig_plan_bench.py
@@ -41,7 +41,7 @@ def import_planner():
     if not os.path.islink(link):
         os.symlink(REPO, link)
     sys.path.insert(0, root)
-    from ansible_collections.gpuops.gpu.plugins.module_utils.plans import mig_demand, mig_demand_pool
+    from ansible_collections.gpuops.gpu.plugins.module_utils.gpu import mig_demand, mig_demand_pool
     from ansible_collections.gpuops.gpu.plugins.module_utils.gpu.mig_configs import builtin_document
     return mig_demand, mig_demand_pool, builtin_document
 

@@ -7,6 +7,7 @@ Stages: lint, sanity, unit, package, integration, molecule (default: all, in tha
 """
 
 import hashlib
+import json
 import os
 import re
 import shutil
@@ -98,9 +99,21 @@ def pytest_counts(junit):
     return total - bad - skipped, bad, skipped  # a skipped test is never counted as passed
 
 
-def file_times(junit, top=15):
+# seconds per integration test file of the last runs: the next run starts the longest files first
+IT_FILE_TIMES = os.path.join(CACHE, 'integration-file-times.json')
+# before the first run on a machine: the slowest files of a full run on 2 cores (the others start after them)
+IT_FILE_TIMES_SEED = {'test_isolation': 456, 'test_mig_rollout': 332, 'test_bad_input': 316, 'test_hami': 300,
+                      'test_multi_cluster': 228, 'test_mig_role': 227, 'test_install': 218, 'test_reset': 209,
+                      'test_install_helm': 192, 'test_sharing': 182, 'test_chaos': 163, 'test_monitoring': 163,
+                      'test_placement': 147, 'test_upgrade': 146, 'test_awx_progress': 135}
+IT_CPU_LOG = os.path.join(BUILD, 'integration-cpu.jsonl')
+
+
+def file_times(junit, record, top=15):
     """Log the test files that took longest (their tests' times summed, from the JUnit report): where the
-    time of a stage goes. With xdist the files run side by side, so the sum exceeds the stage's wall time."""
+    time of a stage goes. With xdist the files run side by side, so the sum exceeds the stage's wall time.
+    With ``record`` (a run of the whole directory, not one narrowed by GPUOPS_TESTS), the times are kept in
+    IT_FILE_TIMES (merged over runs) to order the next run."""
     try:
         root = ET.parse(junit).getroot()
     except (OSError, ET.ParseError):
@@ -112,6 +125,33 @@ def file_times(junit, top=15):
     slowest = sorted(per_file.items(), key=lambda kv: -kv[1])[:top]
     if slowest:
         log('slowest test files (seconds, tests summed): ' + ', '.join('%s %.0f' % kv for kv in slowest))
+    if not record:
+        return
+    try:
+        with open(IT_FILE_TIMES) as handle:
+            known = json.load(handle)
+    except (OSError, ValueError):
+        known = {}
+    known.update((name, round(secs, 1)) for name, secs in per_file.items())
+    with open(IT_FILE_TIMES, 'w') as handle:
+        json.dump(known, handle, indent=1, sort_keys=True)
+
+
+def cluster_cpu(top=15):
+    """Log the virtual clusters that cost the most CPU (tests/integration/conftest.py appends one line per
+    cluster to IT_CPU_LOG: each component's CPU seconds and the test's own, ansible-playbook runs included)."""
+    try:
+        with open(IT_CPU_LOG) as handle:
+            rows = [json.loads(line) for line in handle if line.strip()]
+    except (OSError, ValueError):
+        return
+    rows.sort(key=lambda row: -row['total_s'])
+    runs = sum(row['cpu_s'].get('pytest', 0) + row['cpu_s'].get('test-runs', 0) for row in rows)
+    log('cluster cpu (seconds: total, of it the tests and their ansible-playbook runs): %s; all %d clusters: '
+        '%.0f, of it the tests %.0f; tests waited %.0fs for `testbed up`' % (', '.join('%s %.0f/%.0f' % (
+            row['cluster'], row['total_s'], row['cpu_s'].get('pytest', 0) + row['cpu_s'].get('test-runs', 0))
+            for row in rows[:top]), len(rows), sum(row['total_s'] for row in rows), runs,
+            sum(row.get('up_wait_s', 0) for row in rows)))
 
 
 def cpu_times():
@@ -141,12 +181,17 @@ def run_pytest(path, extra=None):
             f.startswith('test_') for _, _, fs in os.walk(os.path.join(COLL, path)) for f in fs):
         return None
     junit = os.path.join(BUILD, path.replace('/', '_') + '.xml')
+    if path == 'tests/integration' and not os.path.exists(IT_FILE_TIMES):
+        with open(IT_FILE_TIMES, 'w') as handle:
+            json.dump(IT_FILE_TIMES_SEED, handle, indent=1, sort_keys=True)
     started = cpu_times()
     rc, _ = run([sys.executable, '-m', 'pytest'] + path_args + ['-ra', '-p', 'no:cacheprovider',
-                 '--junitxml', junit] + (extra or []), cwd=COLL)
+                 '--junitxml', junit] + (extra or []), cwd=COLL,
+                extra_env={'GPUOPS_IT_FILE_TIMES': IT_FILE_TIMES, 'GPUOPS_IT_CPU_LOG': IT_CPU_LOG})
     passed, failed, skipped = pytest_counts(junit)
     if path == 'tests/integration':
-        file_times(junit)
+        file_times(junit, record=path_args == [path])
+        cluster_cpu()
         log('integration: %s' % cpu_busy_since(started))
     if rc != 0 and failed == 0:
         failed = 1
@@ -341,8 +386,9 @@ def stage_integration():
                 return 0, 1
     # each test file brings up its own virtual cluster: files run side by side, GPUOPS_IT_WORKERS at a time
     workers = os.environ.get('GPUOPS_IT_WORKERS', '2')
+    # the files in the order conftest.py gives them (the longest of the last run first), not xdist's
     return run_pytest('tests/integration', ['--timeout', '900'] + (
-        ['-n', workers, '--dist', 'loadfile'] if workers not in ('0', '1') else []))
+        ['-n', workers, '--dist', 'loadfile', '--no-loadscope-reorder'] if workers not in ('0', '1') else []))
 
 
 def stage_molecule():

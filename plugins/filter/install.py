@@ -12,27 +12,22 @@ install_input_errors.yml and install_mirror_defaults.yml.
 from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
 
-from ansible.errors import AnsibleFilterError
-
 from ansible_collections.gpuops.gpu.plugins.module_utils.plans import install as install_inputs
 from ansible_collections.gpuops.gpu.plugins.module_utils.plans import mirror_chain
+from ansible_collections.gpuops.gpu.plugins.plugin_utils.filters import filter_errors
 
 
+@filter_errors
 def install_input_errors(variables, role):
     """Problems in the variables of the nfd or gpu_operator role ([] when fine)."""
-    try:
-        return install_inputs.role_input_errors(variables, role)
-    except ValueError as exc:
-        raise AnsibleFilterError('install_input_errors: %s' % exc)
+    return install_inputs.role_input_errors(variables, role)
 
 
+@filter_errors
 def install_mirror_defaults(variables, role, mirror_result=None):
     """CatalogSource, its namespace and Helm values of the nfd or gpu_operator role: its own variables first,
     then what the mirror role published (mirror_result), then the public catalog."""
-    try:
-        return mirror_chain.install_sources(role, variables, mirror_result)
-    except ValueError as exc:
-        raise AnsibleFilterError('install_mirror_defaults: %s' % exc)
+    return mirror_chain.install_sources(role, variables, mirror_result)
 
 
 class FilterModule(object):

@@ -21,7 +21,7 @@ from ansible_collections.gpuops.gpu.plugins.module_utils.gpu.geometry import (
 )
 from ansible_collections.gpuops.gpu.plugins.module_utils.gpu.mig_parted import mig_parted_errors as _mig_parted_errors
 from ansible_collections.gpuops.gpu.plugins.module_utils.gpu.products import MigCatalogError, require_product
-from ansible_collections.gpuops.gpu.plugins.module_utils.plans.mig_demand import (
+from ansible_collections.gpuops.gpu.plugins.module_utils.gpu.mig_demand import (
     pending_demand, plan_mig_demand, plan_table, quota_demand)
 
 

@@ -13,6 +13,7 @@ from ansible_collections.gpuops.gpu.plugins.module_utils.gpu.geometry import Mig
 from ansible_collections.gpuops.gpu.plugins.module_utils.gpu.mig_configs import (
     builtin_override_errors, mig_parted_document)
 from ansible_collections.gpuops.gpu.plugins.module_utils.gpu.products import MigCatalogError
+from ansible_collections.gpuops.gpu.plugins.module_utils.plans import mig as mig_plans
 
 
 def gpu_base_product(value):
@@ -38,10 +39,21 @@ def mig_builtin_override_errors(custom_configs, allow=False, option='mig_custom_
     return builtin_override_errors(custom_configs, allow, option, allow_option)
 
 
+def mig_policy_patch(settings):
+    """The ClusterPolicy fields the mig role sets, from ``{strategy, config_map}``."""
+    if not isinstance(settings, dict):
+        raise AnsibleFilterError('mig_policy_patch: expects {strategy, config_map}, got %s' % type_name(settings))
+    try:
+        return mig_plans.policy_patch(**settings)
+    except (TypeError, ValueError) as exc:
+        raise AnsibleFilterError('mig_policy_patch: %s' % exc)
+
+
 class FilterModule(object):
     def filters(self):
         return {
             'gpu_base_product': gpu_base_product,
             'mig_parted_document': mig_parted_document_filter,
             'mig_builtin_override_errors': mig_builtin_override_errors,
+            'mig_policy_patch': mig_policy_patch,
         }

@@ -6,7 +6,7 @@
 pull-secret merge.
 
 Thin wrappers: the logic lives in module_utils.plans.mirror, module_utils.plans.mirror_images,
-module_utils.common.air_gap and module_utils.common.docker_config.
+module_utils.plans.mirror_air_gap and module_utils.common.docker_config.
 Documentation is in the sidecar files mirror_plan.yml, mirror_input_errors.yml, mirror_image_variables.yml,
 public_registry_references.yml and docker_config_merge.yml.
 """
@@ -16,9 +16,11 @@ __metaclass__ = type
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.gpuops.gpu.plugins.module_utils.common import air_gap, docker_config
+from ansible_collections.gpuops.gpu.plugins.module_utils.common import docker_config
 from ansible_collections.gpuops.gpu.plugins.module_utils.plans import mirror as plan_lib
+from ansible_collections.gpuops.gpu.plugins.module_utils.plans import mirror_air_gap
 from ansible_collections.gpuops.gpu.plugins.module_utils.plans import mirror_images
+from ansible_collections.gpuops.gpu.plugins.plugin_utils.filters import filter_errors
 
 
 def mirror_plan(config, cluster=None):
@@ -46,18 +48,16 @@ def public_registry_references(objects, mirror=None, public_registries=None):
     """Places in Kubernetes objects that still name a public registry ([] when air-gap clean)."""
     if isinstance(objects, dict):
         objects = [objects]
-    return air_gap.public_registry_references(objects, mirror, public_registries)
+    return mirror_air_gap.public_registry_references(objects, mirror, public_registries)
 
 
+@filter_errors
 def docker_config_merge(existing, credentials):
     """Merge registry credentials into a base64 .dockerconfigjson, keeping every existing entry."""
     errors = docker_config.credential_errors(credentials)
     if errors:
         raise AnsibleFilterError('docker_config_merge: %s' % '; '.join(errors))
-    try:
-        return docker_config.merge_docker_config(existing or '', credentials)
-    except ValueError as exc:
-        raise AnsibleFilterError('docker_config_merge: %s' % exc)
+    return docker_config.merge_docker_config(existing or '', credentials)
 
 
 class FilterModule(object):

@@ -15,6 +15,7 @@ __metaclass__ = type
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.gpuops.gpu.plugins.module_utils.plans import monitoring
+from ansible_collections.gpuops.gpu.plugins.plugin_utils.filters import filter_errors
 
 
 def dcgm_metrics_errors(metrics, required_fields=None, console_plugin=False):
@@ -29,12 +30,10 @@ def monitoring_plan(config, cluster=None):
     return monitoring.monitoring_plan(config, cluster)
 
 
+@filter_errors
 def dcgm_metrics_csv(metrics):
     """The dcgm-metrics.csv text for a valid metric list."""
-    try:
-        return monitoring.render_csv(metrics)
-    except ValueError as exc:
-        raise AnsibleFilterError('dcgm_metrics_csv: %s' % exc)
+    return monitoring.render_csv(metrics)
 
 
 class FilterModule(object):

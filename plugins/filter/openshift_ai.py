@@ -11,17 +11,14 @@ openshift_ai_plan.yml.
 from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
 
-from ansible.errors import AnsibleFilterError
-
 from ansible_collections.gpuops.gpu.plugins.module_utils.plans import openshift_ai
+from ansible_collections.gpuops.gpu.plugins.plugin_utils.filters import filter_errors
 
 
+@filter_errors
 def openshift_ai_kind(kind, hardware_profile_v1_served=None):
     """The kind option resolved (auto), with its apiVersion, kind and CRD name."""
-    try:
-        return openshift_ai.profile_kind(kind, hardware_profile_v1_served)
-    except ValueError as exc:
-        raise AnsibleFilterError('openshift_ai_kind: %s' % exc)
+    return openshift_ai.profile_kind(kind, hardware_profile_v1_served)
 
 
 def openshift_ai_plan(config, cluster=None):

@@ -17,6 +17,7 @@ from ansible.errors import AnsibleFilterError
 from ansible_collections.gpuops.gpu.plugins.module_utils.plans import placement
 
 from ansible_collections.gpuops.gpu.plugins.module_utils.gpu import tolerations
+from ansible_collections.gpuops.gpu.plugins.plugin_utils.filters import filter_errors
 
 
 def taint_errors(taints):
@@ -24,13 +25,11 @@ def taint_errors(taints):
     return tolerations.taint_errors(taints)
 
 
+@filter_errors
 def tolerations_for_taints(taints, match_value=False, keep_gpu=False):
     """Tolerations matching ``taints`` (Exists on key and effect unless match_value)."""
-    try:
-        result = tolerations.tolerations_for_taints(taints, match_value=match_value)
-        return tolerations.merge_tolerations(result, keep_gpu=keep_gpu) if keep_gpu else result
-    except ValueError as exc:
-        raise AnsibleFilterError('tolerations_for_taints: %s' % exc)
+    result = tolerations.tolerations_for_taints(taints, match_value=match_value)
+    return tolerations.merge_tolerations(result, keep_gpu=keep_gpu) if keep_gpu else result
 
 
 def gpu_node_placement_plan(config, cluster=None):

@@ -18,6 +18,7 @@ from ansible.errors import AnsibleFilterError
 from ansible_collections.gpuops.gpu.plugins.module_utils.gpu import quota
 
 from ansible_collections.gpuops.gpu.plugins.module_utils.plans import quota as quota_plan
+from ansible_collections.gpuops.gpu.plugins.plugin_utils.filters import filter_errors
 
 
 def gpu_quota_hard(hard):
@@ -47,15 +48,13 @@ def _replicas(replicas):
     return replicas
 
 
+@filter_errors
 def gpu_quota_timeslicing_warnings(hard, replicas):
     """Warnings for GPU counts that time-slicing/MPS replicas turn into shares of a GPU."""
     ways = _replicas(replicas)
     if not ways:
         return []
-    try:
-        return quota.timeslicing_quota_warnings(hard, ways)
-    except ValueError as exc:
-        raise AnsibleFilterError('gpu_quota_timeslicing_warnings: %s' % exc)
+    return quota.timeslicing_quota_warnings(hard, ways)
 
 
 def gpu_quota_replicas(nodes):

@@ -10,25 +10,20 @@ Documentation is in the sidecar files rollout_summary_table.yml and rollout_stat
 from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
 
-from ansible.errors import AnsibleFilterError
-
 from ansible_collections.gpuops.gpu.plugins.module_utils.plans import rollout_summary
+from ansible_collections.gpuops.gpu.plugins.plugin_utils.filters import filter_errors
 
 
+@filter_errors
 def rollout_summary_table(results, title='GPU rollout'):
     """One or more rollout results as summary lines: node, from -> to, duration, pods evicted, result."""
-    try:
-        return rollout_summary.summary_table(results, title=title)
-    except ValueError as exc:
-        raise AnsibleFilterError('rollout_summary_table: %s' % exc)
+    return rollout_summary.summary_table(results, title=title)
 
 
+@filter_errors
 def rollout_stats(results, kind):
     """One or more rollout results as the gpuops_rollout artifact (set_stats)."""
-    try:
-        return rollout_summary.stats(kind, results)
-    except ValueError as exc:
-        raise AnsibleFilterError('rollout_stats: %s' % exc)
+    return rollout_summary.stats(kind, results)
 
 
 class FilterModule(object):

@@ -14,9 +14,8 @@ sharing_mps_root_errors.yml, sharing_profiles_data.yml, sharing_capacity.yml and
 from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
 
-from ansible.errors import AnsibleFilterError
-
 from ansible_collections.gpuops.gpu.plugins.module_utils.gpu import sharing_checks, sharing_render, tolerations
+from ansible_collections.gpuops.gpu.plugins.plugin_utils.filters import filter_errors
 
 
 def sharing_config_errors(config, mig_strategy=None, compute_capability=None):
@@ -39,28 +38,22 @@ def sharing_mps_root_errors(root, option='sharing_mps_root'):
     return sharing_checks.mps_root_errors(root, option)
 
 
+@filter_errors
 def sharing_profiles_data(profiles, mig_strategy=None):
     """The device-plugin ConfigMap data: {profile name: YAML text}, byte-identical on every run."""
-    try:
-        return sharing_render.render_profiles(profiles, mig_strategy=mig_strategy)
-    except ValueError as exc:
-        raise AnsibleFilterError('sharing_profiles_data: %s' % exc)
+    return sharing_render.render_profiles(profiles, mig_strategy=mig_strategy)
 
 
+@filter_errors
 def sharing_capacity(config, gpus=None, strategy=None, mig_resources=None):
     """Allocatable GPU resources a node advertises under the config."""
-    try:
-        return sharing_render.sharing_capacity(config, gpus=gpus, strategy=strategy, mig_resources=mig_resources)
-    except ValueError as exc:
-        raise AnsibleFilterError('sharing_capacity: %s' % exc)
+    return sharing_render.sharing_capacity(config, gpus=gpus, strategy=strategy, mig_resources=mig_resources)
 
 
+@filter_errors
 def merge_tolerations(existing, extra=None, keep_gpu=True):
     """Merged, deduplicated tolerations that always keep nvidia.com/gpu (unless keep_gpu=false)."""
-    try:
-        return tolerations.merge_tolerations(existing, extra, keep_gpu=keep_gpu)
-    except ValueError as exc:
-        raise AnsibleFilterError('merge_tolerations: %s' % exc)
+    return tolerations.merge_tolerations(existing, extra, keep_gpu=keep_gpu)
 
 
 class FilterModule(object):

@@ -235,7 +235,7 @@ from ansible.plugins.inventory import BaseInventoryPlugin, Cacheable, Constructa
 from ansible.utils.unsafe_proxy import wrap_var
 
 from ansible_collections.gpuops.gpu.plugins.module_utils.gpu import inventory_groups as groups
-from ansible_collections.gpuops.gpu.plugins.module_utils.k8s.errors import GpuOpsError
+from ansible_collections.gpuops.gpu.plugins.module_utils.common.errors import GpuOpsError
 from ansible_collections.gpuops.gpu.plugins.module_utils.ops.inventory import read_cluster
 
 NAME = 'gpuops.gpu.gpu_nodes'

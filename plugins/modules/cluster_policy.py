@@ -69,9 +69,15 @@ options:
     type: bool
     default: false
   state:
-    description: C(absent) deletes the ClusterPolicy (the operator then removes its operands).
+    description:
+      - V(present) creates the ClusterPolicy or patches it; it refuses to work where another ClusterPolicy exists
+        (the operator honours only one).
+      - V(patched) only patches an existing ClusterPolicy - the one O(name) picks, for example among several
+        as M(gpuops.gpu.cluster_policy_info) chose it - and fails, changing nothing, when it is not there.
+        O(alm_examples) and O(base) are not used then (unless O(replace=true)).
+      - V(absent) deletes the ClusterPolicy (the operator then removes its operands).
     type: str
-    choices: [present, absent]
+    choices: [present, patched, absent]
     default: present
   wait:
     description: Wait for C(status.state=ready).
@@ -119,6 +125,16 @@ EXAMPLES = r'''
     overrides:
       driver:
         enabled: false
+
+- name: Switch the device plugin off and drop its config (null removes a field) in the existing ClusterPolicy
+  gpuops.gpu.cluster_policy:
+    name: "{{ cluster_policy.name }}"  # registered from gpuops.gpu.cluster_policy_info
+    state: patched
+    overrides:
+      devicePlugin:
+        enabled: false
+        config: null
+    wait: false
 '''
 
 RETURN = r'''
@@ -166,7 +182,7 @@ def main():
         overrides=dict(type='dict', default={}),
         tolerations=dict(type='list', elements='dict', default=[]),
         replace=dict(type='bool', default=False),
-        state=dict(type='str', choices=['present', 'absent'], default='present'),
+        state=dict(type='str', choices=['present', 'patched', 'absent'], default='present'),
         wait=dict(type='bool', default=True),
         wait_timeout=dict(type='int', default=600),
         poll_interval=dict(type='float', default=2.0),

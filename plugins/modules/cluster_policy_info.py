@@ -60,15 +60,13 @@ EXAMPLES = r'''
     quiet: true
 
 - name: Point the ClusterPolicy at the MIG strategy
-  kubernetes.core.k8s:
-    state: patched
-    api_version: nvidia.com/v1
-    kind: ClusterPolicy
+  gpuops.gpu.cluster_policy:
     name: "{{ cluster_policy.name }}"
-    definition:
-      spec:
-        mig:
-          strategy: mixed
+    state: patched
+    overrides:
+      mig:
+        strategy: mixed
+  when: cluster_policy.mig_strategy != 'mixed'
 '''
 
 RETURN = r'''
@@ -96,6 +94,35 @@ state:
   returned: always
   type: str
   sample: ready
+mig_strategy:
+  description:
+    - The MIG strategy the GPU operator applies - C(spec.mig.strategy) of RV(cluster_policy), else the operator's
+      default V(single) (also when there is no RV(cluster_policy)).
+  returned: always
+  type: str
+  sample: single
+device_plugin_config:
+  description:
+    - The device-plugin config of RV(cluster_policy) - C(spec.devicePlugin.config) - that names the ConfigMap of
+      sharing profiles and the profile nodes without a C(nvidia.com/device-plugin.config) label use.
+  returned: always
+  type: dict
+  contains:
+    name:
+      description: The device-plugin ConfigMap; empty when unset.
+      type: str
+      sample: gpuops-device-plugin-config
+    default:
+      description: The default profile (a key of that ConfigMap); empty when unset.
+      type: str
+      sample: ""
+mig_config_map:
+  description:
+    - The mig-parted ConfigMap the MIG manager reads - C(spec.migManager.config.name) of RV(cluster_policy), else
+      the operator's built-in V(default-mig-parted-config).
+  returned: always
+  type: str
+  sample: default-mig-parted-config
 errors:
   description: Why there is no single ClusterPolicy to work on; empty when RV(cluster_policy) is set (or not required).
   returned: always

@@ -82,6 +82,23 @@ class Job:
         return sorted(n for n, r in self.results().items() if r.get('changed'))
 
 
+def account_token(testbed, core, name, namespace, access, cluster_roles=None):
+    """The token of ServiceAccount ``namespace/name`` bound to the gpuops.gpu ``access`` accounts (a list:
+    report, rollout, install), made the way an admin does: roles/rbac, run once with the cluster's kubeconfig
+    (``cluster_roles``: the ClusterRoles it writes, default ``access``)."""
+    from ansible_run import run_role
+    from conftest import wait_until
+
+    rc, _results, raw = run_role(testbed.kubeconfig, 'rbac', {
+        'rbac_operator_namespace': testbed.config['cluster'].get('operator_namespace', 'gpu-operator'),
+        'rbac_cluster_roles': list(cluster_roles or access),
+        'rbac_service_accounts': [{'name': name, 'namespace': namespace, 'access': list(access),
+                                   'token_secret': True}]})
+    assert rc == 0, raw[-3000:]
+    return wait_until('the token of ServiceAccount %s/%s' % (namespace, name), lambda: base64.b64decode(
+        core.read_namespaced_secret(name + '-token', namespace).data.get('token') or b'').decode(), 60)
+
+
 def kubeconfig_credential(kubeconfig_text, context=None):
     """The gpuops.gpu kubeconfig credential (extensions/awx/credential_types.yml): the whole kubeconfig, written
     to a private file named by K8S_AUTH_KUBECONFIG; ``context`` adds K8S_AUTH_CONTEXT (a custom credential type

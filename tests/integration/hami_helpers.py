@@ -132,6 +132,12 @@ def cluster_ready_for_hami(custom, core):
                                          for n in HAMI_NODES), 120)
 
 
+def ready_chart(tmp_path_factory, custom, core):
+    """hami_chart() on a cluster ready for HAMi (cluster_ready_for_hami): the ``chart`` fixture of the HAMi tests."""
+    cluster_ready_for_hami(custom, core)
+    return hami_chart(tmp_path_factory)
+
+
 def snapshot(core, custom):
     """What the role may write: the ClusterPolicy spec, node labels and cordons, the release Secrets."""
     nodes = node_writes(core)

@@ -4,6 +4,7 @@ ready by the real gpu-operator of the virtual GPU cluster; a device-plugin shari
 switched on the way a user of the operator would; the nfd + gpu_operator install both install tests
 run (OLM and Helm) with the variables they share."""
 
+import os
 import time
 
 import yaml
@@ -27,6 +28,29 @@ INSTALL_VARS = {  # what the OLM and the Helm install tests share
     'gpu_operator_poll_interval': 1,
     'gpu_operator_ready_timeout': 180,
 }
+
+
+CONSOLE = ('operator.openshift.io', 'v1', 'consoles')
+CONSOLE_CRDS = ('operator/v1/zz_generated.crd-manifests/0000_50_console_01_consoles.crd.yaml',
+                'console/v1/zz_generated.crd-manifests/90_consoleplugins.crd.yaml')
+
+
+def openshift_console(testbed, core, custom, extensions, plugins=None):
+    """What OpenShift's console brings that the monitoring role uses: the namespace for console dashboards,
+    the console operator's CRDs (read from the openshift/api module the testbed pins) and the Console
+    ``cluster`` (with ``plugins`` enabled, when given)."""
+    core.create_namespace({'metadata': {'name': 'openshift-config-managed'}})
+    module_dir = testbed.state()['assets']['openshift-api']
+    for rel in CONSOLE_CRDS:
+        with open(os.path.join(module_dir, rel)) as handle:
+            crd = yaml.safe_load(handle)
+        extensions.create_custom_resource_definition(crd)
+        wait_until('CRD %s established' % crd['metadata']['name'], lambda: any(
+            c.type == 'Established' and c.status == 'True' for c in
+            extensions.read_custom_resource_definition(crd['metadata']['name']).status.conditions or []), 30)
+    custom.create_cluster_custom_object(*CONSOLE, {
+        'apiVersion': 'operator.openshift.io/v1', 'kind': 'Console', 'metadata': {'name': 'cluster'},
+        'spec': {'plugins': plugins} if plugins is not None else {}})
 
 
 def get_policy(custom, name=POLICY_NAME):

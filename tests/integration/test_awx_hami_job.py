@@ -9,7 +9,6 @@ program the EE lacks fails this test. With it, the job installs HAMi (the operat
 the training nodes labelled, the release deployed), and a launch with hami_state=absent removes it again: the
 cluster is left as the test found it. The chart: hami_helpers.py."""
 
-import base64
 import json
 import os
 import re
@@ -17,11 +16,9 @@ import subprocess
 
 import pytest
 
-from ansible_run import run_role
-from awx_job import bearer_token_credential, job_template, run_job
+from awx_job import account_token, bearer_token_credential, job_template, run_job
 from ee_tools import ee_tool_dir, ee_tool_list, pinned_helm_version
-from hami_helpers import HAMI_NODES, NAMESPACE, OTHER_NODES, cluster_ready_for_hami, hami_chart, node_labels, \
-    releases, snapshot
+from hami_helpers import HAMI_NODES, NAMESPACE, OTHER_NODES, node_labels, ready_chart, releases, snapshot
 from policy_helpers import get_policy
 
 SA, SA_NS = 'gpuops-awx-hami', 'gpuops-awx'
@@ -33,13 +30,8 @@ HELM_TASK = 'Read the HAMi release (and check that helm runs)'
 
 
 @pytest.fixture(scope='module')
-def chart(tmp_path_factory):
-    return hami_chart(tmp_path_factory)
-
-
-@pytest.fixture(scope='module', autouse=True)
-def hami_ready(custom, core):
-    cluster_ready_for_hami(custom, core)
+def chart(tmp_path_factory, custom, core):
+    return ready_chart(tmp_path_factory, custom, core)
 
 
 @pytest.fixture(scope='module')
@@ -59,13 +51,8 @@ def template_account(template):
 @pytest.fixture(scope='module')
 def credential(testbed, core, template):
     """The AWX credential of the template's account: a ServiceAccount token from roles/rbac, run once by an admin."""
-    access = template_account(template)
-    rc, _results, raw = run_role(testbed.kubeconfig, 'rbac', {
-        'rbac_operator_namespace': testbed.config['cluster']['operator_namespace'], 'rbac_cluster_roles': [access],
-        'rbac_service_accounts': [{'name': SA, 'namespace': SA_NS, 'access': [access], 'token_secret': True}]})
-    assert rc == 0, raw[-3000:]
-    secret = core.read_namespaced_secret(SA + '-token', SA_NS)
-    return bearer_token_credential(testbed.kubeconfig, base64.b64decode(secret.data['token']).decode())
+    token = account_token(testbed, core, SA, SA_NS, [template_account(template)])
+    return bearer_token_credential(testbed.kubeconfig, token)
 
 
 @pytest.fixture(scope='module')

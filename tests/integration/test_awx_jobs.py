@@ -4,39 +4,22 @@ K8S_AUTH_* variables of AWX's bearer-token credential, holding the token of a Se
 gpuops-gpu-rollout alone (roles/rbac). report.yml shows the fleet; mig.yml reconfigures two nodes with a
 custom geometry, and its second run changes nothing."""
 
-import base64
 import time
 
 import pytest
 
-from ansible_run import run_role
-from awx_job import bearer_token_credential, job_template, run_job
+from awx_job import account_token, bearer_token_credential, job_template, run_job
 from conftest import wait_until
-from policy_helpers import CP, ensure_cluster_policy
+from policy_helpers import CP
 
 SA, SA_NS = 'gpuops-awx', 'gpuops-awx'
 H100 = ['h100-0', 'h100-1']
 
 
 @pytest.fixture(scope='module')
-def operator_ns(testbed):
-    return testbed.config['cluster'].get('operator_namespace', 'gpu-operator')
-
-
-@pytest.fixture(scope='module')
-def cluster_policy(testbed, custom):
-    """What an install leaves behind: NVIDIA's OLM example ClusterPolicy, reconciled to ready."""
-    ensure_cluster_policy(custom)
-
-
-@pytest.fixture(scope='module')
 def credential(testbed, core, operator_ns):
     """The AWX credential: a ServiceAccount token (from roles/rbac, run once by an admin) + CA + host."""
-    rc, _results, raw = run_role(testbed.kubeconfig, 'rbac', {
-        'rbac_operator_namespace': operator_ns, 'rbac_cluster_roles': ['report', 'rollout'],
-        'rbac_service_accounts': [{'name': SA, 'namespace': SA_NS, 'access': ['rollout'], 'token_secret': True}]})
-    assert rc == 0, raw[-3000:]
-    token = base64.b64decode(core.read_namespaced_secret(SA + '-token', SA_NS).data['token']).decode()
+    token = account_token(testbed, core, SA, SA_NS, ['rollout'], cluster_roles=['report', 'rollout'])
     return bearer_token_credential(testbed.kubeconfig, token)
 
 

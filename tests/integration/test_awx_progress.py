@@ -4,39 +4,27 @@ rollout-only token) shows its progress while it runs: the job events hold a prog
 them), the engine's own batch messages, and at the end the summary table (node, from -> to, duration,
 pods evicted, result) and the set_stats artifact ``gpuops_rollout`` with every node's timeline."""
 
-import base64
 import datetime
 import os
 
 import pytest
 
-from ansible_run import run_role
-from awx_job import bearer_token_credential, job_template, run_job
+from awx_job import account_token, bearer_token_credential, job_template, run_job
 from conftest import wait_until
 from policy_helpers import ensure_cluster_policy
 
 TESTBED_CONFIG = os.path.join(os.path.dirname(__file__), '..', 'testbed', 'configs', 'fleet20.yaml')
 SA, SA_NS = 'gpuops-awx', 'gpuops-awx'
 NODES = ['a100-%d' % i for i in range(20)]
-ROLLOUT_TASK = 'Roll the MIG configs out to the node groups'
+ROLLOUT_TASK = 'apply | Roll the MIG configs out to the node groups'
 SUMMARY_TASK = 'Show the rollout summary (node, from -> to, duration, pods evicted, result)'
 MAX_GAP = 30.0
 
 
 @pytest.fixture(scope='module')
-def operator_ns(testbed):
-    return testbed.config['cluster'].get('operator_namespace', 'gpu-operator')
-
-
-@pytest.fixture(scope='module')
 def rollout_credential(testbed, core, operator_ns):
     """AWX's bearer-token credential holding the token of a ServiceAccount bound to gpuops-gpu-rollout alone."""
-    rc, _results, raw = run_role(testbed.kubeconfig, 'rbac', {
-        'rbac_operator_namespace': operator_ns, 'rbac_cluster_roles': ['rollout'],
-        'rbac_service_accounts': [{'name': SA, 'namespace': SA_NS, 'access': ['rollout'], 'token_secret': True}]})
-    assert rc == 0, raw[-3000:]
-    token = base64.b64decode(core.read_namespaced_secret(SA + '-token', SA_NS).data['token']).decode()
-    return bearer_token_credential(testbed.kubeconfig, token)
+    return bearer_token_credential(testbed.kubeconfig, account_token(testbed, core, SA, SA_NS, ['rollout']))
 
 
 def _when(event):

@@ -18,7 +18,7 @@ import kubernetes
 import pytest
 import yaml
 
-from ansible_run import facts_diff, include, node_facts, run_play, run_role, task_results
+from ansible_run import bare_name, facts_diff, include, node_facts, run_play, run_role, task_results
 from conftest import wait_until
 from policy_helpers import (
     CP, MANAGED, POLICY_NAME, enable_time_slicing, ensure_cluster_policy, time_slicing_config, wait_quiet)
@@ -398,7 +398,7 @@ def test_role_cases_fail_before_any_write(runs):
         if case not in got:
             wrong.append('%s: did not fail' % case)
             continue
-        failed_in = got[case]['task'].rsplit(' : ', 1)[-1]
+        failed_in = bare_name(got[case]['task'])
         missing = [w for w in words if w not in got[case]['msg']]
         if not failed_in.startswith(task) or missing:
             wrong.append('%s: failed in %r, missing %s in: %s' % (case, failed_in, missing, got[case]['msg'][:600]))
@@ -484,7 +484,7 @@ def test_a_run_the_api_server_refuses_writes_nothing_before_it(testbed, core, cu
     failed = [(name, result) for name, result in task_results(raw) if result.get('failed')]
     assert rc != 0 and len(failed) == 1, raw[-4000:]
     name, result = failed[0]
-    assert name == 'Check the ClusterPolicy change with the API server before any write (server-side dry run)', name
+    assert name == 'preflight | Check the ClusterPolicy change with the API server before any write (server-side dry run)', name
     msg = str(result.get('msg'))
     assert msg.startswith('the apiserver refuses this change to ClusterPolicy %s (server-side dry run): ' % POLICY_NAME)
     assert REFUSAL in msg and msg.endswith('nothing was changed'), msg

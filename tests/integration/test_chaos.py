@@ -23,7 +23,7 @@ import pytest
 from kubernetes import client
 
 from ansible_run import run_play
-from conftest import REPO, create_namespace, wait_until
+from conftest import REPO, create_namespace, gpu_deployment, wait_until
 
 TESTBED_CONFIG = os.path.join(REPO, 'tests', 'testbed', 'configs', 'chaos.yaml')
 NODES = ['a100-0', 'a100-1', 'a100-2']
@@ -105,6 +105,13 @@ def assert_converged(core, names, target):
         assert not our_annotations(core, name), (name, our_annotations(core, name))
 
 
+def assert_survived(res, core, names, target):
+    """The rollout got through the fault: it succeeded, left nothing behind and every node is at ``target``."""
+    assert_clear(res)
+    assert res.get('failed') is not True, res.get('msg')
+    assert_converged(core, names, target)
+
+
 def rerun_converges(testbed, core, names, target, **args):
     res = rollout(testbed.kubeconfig, assignments=[{'nodes': names, 'config': target}], max_unavailable=1, **args)
     assert res.get('failed') is not True, res.get('msg')
@@ -138,25 +145,7 @@ def workload(core, apps, policy):
     """A Deployment of 2 GPU pods (never on VICTIM or ADDED, which the tests delete) under a PDB
     minAvailable 1."""
     namespace = create_namespace(core, 'chaos-%d' % (time.time() * 1000 % 1000000))
-    avoid = client.V1NodeSelectorTerm(match_expressions=[client.V1NodeSelectorRequirement(
-        key='kubernetes.io/hostname', operator='NotIn', values=[VICTIM, ADDED])])
-    apps.create_namespaced_deployment(namespace, client.V1Deployment(
-        metadata=client.V1ObjectMeta(name=TRAINER),
-        spec=client.V1DeploymentSpec(
-            replicas=2, selector=client.V1LabelSelector(match_labels={'app': TRAINER}),
-            template=client.V1PodTemplateSpec(
-                metadata=client.V1ObjectMeta(labels={'app': TRAINER}),
-                spec=client.V1PodSpec(
-                    termination_grace_period_seconds=0, node_selector={'gpuops.dev/pool': 'training'},
-                    affinity=client.V1Affinity(node_affinity=client.V1NodeAffinity(
-                        required_during_scheduling_ignored_during_execution=client.V1NodeSelector([avoid]))),
-                    containers=[client.V1Container(
-                        name='cuda', image='nvcr.io/nvidia/cuda:12.4.0-base-ubi9',
-                        resources=client.V1ResourceRequirements(limits={'nvidia.com/gpu': '1'}))])))))
-    policy.create_namespaced_pod_disruption_budget(namespace, client.V1PodDisruptionBudget(
-        metadata=client.V1ObjectMeta(name=TRAINER),
-        spec=client.V1PodDisruptionBudgetSpec(min_available=MIN_AVAILABLE, selector=client.V1LabelSelector(
-            match_labels={'app': TRAINER}))))
+    gpu_deployment(apps, policy, namespace, TRAINER, 2, MIN_AVAILABLE, avoid_nodes=[VICTIM, ADDED])
     yield namespace
     core.delete_namespace(namespace)
 
@@ -232,9 +221,7 @@ def test_etcd_killed_mid_rollout_and_brought_back(testbed, core, pdb):
         with testbed.killed('etcd'):
             time.sleep(6)
         res, _end = run.result(timeout=180)
-    assert_clear(res)
-    assert res.get('failed') is not True, res.get('msg')
-    assert_converged(core, names, target)
+    assert_survived(res, core, names, target)
     again = rerun_converges(testbed, core, names, target)
     assert again['changed'] is False
     pdb.check()
@@ -339,7 +326,5 @@ def test_api_outage_not_charged_to_state_timeout(testbed, core, pdb):
         with testbed.frozen('kube-apiserver'):
             time.sleep(10)
         res, _end = run.result(timeout=180)
-    assert_clear(res)
-    assert res.get('failed') is not True, res.get('msg')
-    assert_converged(core, names, target)
+    assert_survived(res, core, names, target)
     pdb.check()

@@ -6,14 +6,14 @@ planted in a pod's env, a pod annotation, a node annotation, an event message an
 the ClusterPolicy names never appear in any file of it, nor does the account's own token. Nothing on the cluster
 changes; the check-mode run writes its archive into ansible-runner's artifacts directory (AWX_ISOLATED_DATA_DIR)."""
 
-import base64
 import os
 import tarfile
 
 import pytest
 import yaml
 
-from ansible_run import changed_tasks, include, node_facts, run_play, run_role
+from ansible_run import changed_tasks, include, node_facts, run_play
+from awx_job import account_token
 from conftest import wait_until
 from policy_helpers import CP, POLICY_NAME, ensure_cluster_policy, wait_quiet
 
@@ -21,11 +21,6 @@ PLANTED = 'gpuops-planted-s3cret-4f1c'
 SA, SA_NS = 'gpuops-diagnostics', 'gpuops-diagnostics'
 LICENSING_CM = 'gpuops-diag-licensing'
 LOCK = 'gpuops-gpu-rollout'
-
-
-@pytest.fixture(scope='module')
-def operator_ns(testbed):
-    return testbed.config['cluster']['operator_namespace']
 
 
 @pytest.fixture(scope='module')
@@ -63,12 +58,7 @@ def planted(testbed, core, custom, operator_ns):
 @pytest.fixture(scope='module')
 def report_env(testbed, core, operator_ns):
     """AWX's bearer-token credential for a ServiceAccount bound only to gpuops-gpu-report; no kubeconfig."""
-    rc, _results, raw = run_role(testbed.kubeconfig, 'rbac', {
-        'rbac_operator_namespace': operator_ns, 'rbac_cluster_roles': ['report'],
-        'rbac_service_accounts': [{'name': SA, 'namespace': SA_NS, 'access': ['report'], 'token_secret': True}]})
-    assert rc == 0, raw[-3000:]
-    token = wait_until('the ServiceAccount token', lambda: base64.b64decode(
-        core.read_namespaced_secret(SA + '-token', SA_NS).data.get('token') or b'').decode(), 60)
+    token = account_token(testbed, core, SA, SA_NS, ['report'])
     with open(testbed.kubeconfig) as handle:
         server = yaml.safe_load(handle)['clusters'][0]['cluster']['server']
     return {'K8S_AUTH_HOST': server, 'K8S_AUTH_API_KEY': token, 'K8S_AUTH_VERIFY_SSL': 'true',

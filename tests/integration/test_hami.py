@@ -14,19 +14,13 @@ import yaml
 
 from ansible_run import changed_tasks, run_role
 from conftest import gpu_pod, wait_until
-from hami_helpers import (HAMI_NODES, NAMESPACE, OTHER_NODES, cluster_ready_for_hami, hami_chart, node_labels,
-                          releases, snapshot)
+from hami_helpers import HAMI_NODES, NAMESPACE, OTHER_NODES, node_labels, ready_chart, releases, snapshot
 from policy_helpers import POLICY_NAME, get_policy
 
 
 @pytest.fixture(scope='module')
-def chart(tmp_path_factory):
-    return hami_chart(tmp_path_factory)
-
-
-@pytest.fixture(scope='module', autouse=True)
-def policy_ready(custom, core):
-    cluster_ready_for_hami(custom, core)
+def chart(tmp_path_factory, custom, core):
+    return ready_chart(tmp_path_factory, custom, core)
 
 
 def base_vars(chart, helm, **extra):

@@ -11,7 +11,7 @@ import os
 
 import pytest
 
-from ansible_collections.gpuops.gpu.plugins.module_utils.common.air_gap import public_registry_references
+from ansible_collections.gpuops.gpu.plugins.module_utils.plans.mirror_air_gap import public_registry_references
 from ansible_collections.gpuops.gpu.plugins.module_utils.plans.mirror import mirror_plan
 from ansible_run import include, run_play_stats
 from cluster_policy_example import gpu_operator_module_dir

@@ -8,7 +8,6 @@ node, labels) and from the cluster as the kubernetes client reads it, not from t
 """
 from __future__ import annotations
 
-import base64
 import json
 import os
 import re
@@ -18,8 +17,7 @@ import sys
 
 import pytest
 import yaml
-from ansible_run import run_role
-from awx_job import bearer_token_credential, run_job
+from awx_job import account_token, bearer_token_credential, run_job
 from conftest import REPO, gpu_pod, wait_until
 
 SA, SA_NS = 'gpuops-inventory', 'gpuops-inventory'
@@ -56,13 +54,7 @@ def gpu_nodes(testbed, core):
 @pytest.fixture(scope='module')
 def token(testbed, core):
     """A ServiceAccount token bound only to the read-only gpuops-gpu-report ClusterRole (roles/rbac)."""
-    rc, _results, raw = run_role(testbed.kubeconfig, 'rbac', {
-        'rbac_operator_namespace': testbed.config['cluster'].get('operator_namespace', 'gpu-operator'),
-        'rbac_cluster_roles': ['report'],
-        'rbac_service_accounts': [{'name': SA, 'namespace': SA_NS, 'access': ['report'], 'token_secret': True}]})
-    assert rc == 0, raw[-3000:]
-    return wait_until('the ServiceAccount token', lambda: base64.b64decode(
-        core.read_namespaced_secret(SA + '-token', SA_NS).data.get('token') or b'').decode(), 60)
+    return account_token(testbed, core, SA, SA_NS, ['report'])
 
 
 def bearer_env(testbed, token, tmp_path):

@@ -24,15 +24,13 @@ from kubernetes import config
 from ansible_run import callback_output, task_results
 from awx_job import kubeconfig_credential, run_job
 from cluster_policy_example import gpu_operator_csv_path, gpu_operator_module_dir
-from conftest import REPO, create_namespace, virtual_gpu_cluster, wait_until
-from policy_helpers import CP, INSTALL_VARS
+from conftest import REPO, create_namespace, virtual_gpu_cluster
+from policy_helpers import CP, INSTALL_VARS, openshift_console
 from hami_helpers import STANDIN_CHART as HAMI_STANDIN_CHART
 from cluster_snapshot import changes, settled_snapshot, snapshot
 
 OP_NS = 'gpu-operator'
 PLAYBOOKS = ('site.yml', 'quotas.yml', 'rbac.yml', 'report.yml', 'hami.yml', 'reset.yml')  # site.yml runs validate.yml
-CONSOLE_CRDS = ('operator/v1/zz_generated.crd-manifests/0000_50_console_01_consoles.crd.yaml',
-                'console/v1/zz_generated.crd-manifests/90_consoleplugins.crd.yaml')
 CONSOLE_PLUGIN_CHART = {
     'Chart.yaml': {'apiVersion': 'v2', 'name': 'console-plugin-nvidia-gpu', 'version': '0.0.1-gpuops-standin'},
     'values.yaml': {},
@@ -92,17 +90,7 @@ def _write_chart(root, files):
 def cluster_a(testbed, core, custom, extensions):
     """A made OpenShift-like where the roles need it: console CRDs and the Console (monitoring's console
     plugin), a MachineSet (autoscaling), the namespaces the quotas name."""
-    core.create_namespace({'metadata': {'name': 'openshift-config-managed'}})
-    module_dir = testbed.state()['assets']['openshift-api']
-    for rel in CONSOLE_CRDS:
-        with open(os.path.join(module_dir, rel)) as handle:
-            crd = yaml.safe_load(handle)
-        extensions.create_custom_resource_definition(crd)
-        wait_until('CRD %s established' % crd['metadata']['name'], lambda: any(
-            c.type == 'Established' and c.status == 'True' for c in
-            extensions.read_custom_resource_definition(crd['metadata']['name']).status.conditions or []), 30)
-    custom.create_cluster_custom_object('operator.openshift.io', 'v1', 'consoles', {
-        'apiVersion': 'operator.openshift.io/v1', 'kind': 'Console', 'metadata': {'name': 'cluster'}, 'spec': {}})
+    openshift_console(testbed, core, custom, extensions)
     create_namespace(core, 'openshift-machine-api')
     labels = {'machine.openshift.io/cluster-api-cluster': 'ocp',
               'machine.openshift.io/cluster-api-machineset': 'ocp-gpu-us-east-1a'}

@@ -14,7 +14,7 @@ import yaml
 from kubernetes import client
 
 from ansible_run import facts_diff, node_facts, run_play
-from conftest import create_namespace, gpu_pod, wait_until
+from conftest import create_namespace, gpu_deployment, gpu_pod, wait_until
 
 A100 = ['a100-0', 'a100-1']
 MIG_NODES = ['a100-0', 'a100-1', 'h100-0', 'h100-1']
@@ -358,21 +358,7 @@ def test_apiserver_restart_mid_rollout_is_survived(testbed, core):
 
 def test_deployment_with_pdb_never_drops_below_min_available(testbed, core, apps, policy, namespace):
     name = 'trainer'
-    apps.create_namespaced_deployment(namespace, client.V1Deployment(
-        metadata=client.V1ObjectMeta(name=name),
-        spec=client.V1DeploymentSpec(
-            replicas=3, selector=client.V1LabelSelector(match_labels={'app': name}),
-            template=client.V1PodTemplateSpec(
-                metadata=client.V1ObjectMeta(labels={'app': name}),
-                spec=client.V1PodSpec(termination_grace_period_seconds=0,
-                                      node_selector={'gpuops.dev/pool': 'training'},
-                                      containers=[client.V1Container(
-                                          name='cuda', image='nvcr.io/nvidia/cuda:12.4.0-base-ubi9',
-                                          resources=client.V1ResourceRequirements(limits={'nvidia.com/gpu': '1'}))])))))
-    policy.create_namespaced_pod_disruption_budget(namespace, client.V1PodDisruptionBudget(
-        metadata=client.V1ObjectMeta(name=name),
-        spec=client.V1PodDisruptionBudgetSpec(min_available=2, selector=client.V1LabelSelector(
-            match_labels={'app': name}))))
+    gpu_deployment(apps, policy, namespace, name, 3, 2)
 
     def ready():
         return sum(1 for p in core.list_namespaced_pod(namespace, label_selector='app=' + name).items

@@ -13,7 +13,7 @@ import pytest
 import yaml
 from kubernetes import client
 
-from ansible_collections.gpuops.gpu.plugins.module_utils.common.air_gap import public_registry_references
+from ansible_collections.gpuops.gpu.plugins.module_utils.plans.mirror_air_gap import public_registry_references
 from ansible_collections.gpuops.gpu.plugins.module_utils.plans.mirror import mirror_plan
 from ansible_run import changed_tasks, run_role
 from cluster_policy_example import gpu_operator_csv_path

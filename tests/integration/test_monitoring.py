@@ -11,14 +11,11 @@ import yaml
 from ansible_run import changed_tasks, run_role
 from cluster_policy_example import clusterpolicy_example
 from conftest import wait_until
-from policy_helpers import CP
+from policy_helpers import CONSOLE, CP, ensure_cluster_policy, openshift_console
 from role_cases import assert_failed, failures
 
 OP_NS = 'gpu-operator'
 POLICY = 'gpu-cluster-policy'
-CONSOLE = ('operator.openshift.io', 'v1', 'consoles')
-CONSOLE_CRDS = ('operator/v1/zz_generated.crd-manifests/0000_50_console_01_consoles.crd.yaml',
-                'console/v1/zz_generated.crd-manifests/90_consoleplugins.crd.yaml')
 BASE = {'monitoring_wait_timeout': 60}
 
 
@@ -34,18 +31,9 @@ def openshift_like(testbed, core, custom, extensions):
     policy = clusterpolicy_example(POLICY)
     policy['spec'].setdefault('dcgmExporter', {})['serviceMonitor'] = {'enabled': False}
     custom.create_cluster_custom_object(*CP, policy)
-    core.create_namespace({'metadata': {'name': 'openshift-config-managed'}})
-    module_dir = testbed.state()['assets']['openshift-api']
-    for rel in CONSOLE_CRDS:
-        with open(os.path.join(module_dir, rel)) as f:
-            crd = yaml.safe_load(f)
-        extensions.create_custom_resource_definition(crd)
-        wait_until('CRD %s established' % crd['metadata']['name'], lambda: any(
-            c.type == 'Established' and c.status == 'True' for c in
-            extensions.read_custom_resource_definition(crd['metadata']['name']).status.conditions or []), 30)
-    custom.create_cluster_custom_object(*CONSOLE, {
-        'apiVersion': 'operator.openshift.io/v1', 'kind': 'Console', 'metadata': {'name': 'cluster'},
-        'spec': {'plugins': ['other-plugin']}})
+    openshift_console(testbed, core, custom, extensions, plugins=['other-plugin'])
+    # ready: every operand of the policy written (the operator adds its ConfigMaps after the DCGM pods)
+    ensure_cluster_policy(custom, POLICY)
     wait_until('the DCGM exporter pods of the GPU operator', lambda: dcgm_pods(core), 120, 1)
 
 

@@ -20,11 +20,6 @@ MANAGED = {'app.kubernetes.io/managed-by': 'gpuops.gpu'}
 WORKLOAD_NS = 'reset-it'
 
 
-@pytest.fixture(scope='module')
-def operator_ns(testbed):
-    return testbed.config['cluster']['operator_namespace']
-
-
 def labels(core, name):
     return core.read_node(name).metadata.labels or {}
 
@@ -93,8 +88,8 @@ def test_check_mode_writes_nothing(testbed, core, custom, operator_ns, reset_var
     rc, results, raw = run_role(testbed.kubeconfig, 'reset', reset_vars, check=True)
     assert rc == 0, raw[-3000:]
     changed = changed_tasks(results)
-    assert 'Roll the MIG nodes back to all-disabled' in changed and 'Roll the shared nodes back to unshared' in changed
-    assert 'Remove the custom configs from the ClusterPolicy' in changed
+    assert 'apply | Roll the MIG nodes back to all-disabled' in changed and 'apply | Roll the shared nodes back to unshared' in changed
+    assert 'apply | Remove the custom configs from the ClusterPolicy' in changed
     assert snapshot(core, custom, operator_ns) == before
 
 
@@ -136,7 +131,7 @@ def test_reset_returns_the_fleet_to_all_disabled_and_unshared(testbed, core, cus
 def test_reset_quotas_deletes_only_gpuops_quotas(testbed, core, reset_vars):
     rc, results, raw = run_role(testbed.kubeconfig, 'reset', dict(reset_vars, reset_quotas=True))
     assert rc == 0, raw[-3000:]
-    assert changed_tasks(results) == ['Delete the gpuops.gpu ResourceQuotas']
+    assert changed_tasks(results) == ['apply | Delete the gpuops.gpu ResourceQuotas']
     assert [q.metadata.name for q in core.list_namespaced_resource_quota(WORKLOAD_NS).items] == ['foreign']
     rc, results, raw = run_role(testbed.kubeconfig, 'reset', dict(reset_vars, reset_quotas=True))
     assert rc == 0 and changed_tasks(results) == [], raw[-3000:]

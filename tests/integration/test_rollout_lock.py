@@ -30,11 +30,6 @@ ANN = 'gpuops.gpu/'
 
 
 @pytest.fixture(scope='module')
-def operator_ns(testbed):
-    return testbed.config['cluster']['operator_namespace']
-
-
-@pytest.fixture(scope='module')
 def coordination(api_client):
     return client.CoordinationV1Api(api_client)
 

@@ -14,9 +14,8 @@ import pytest
 import yaml
 
 from cluster_policy_example import gpu_operator_csv_path
-from policy_helpers import ensure_cluster_policy
+from conftest import REPO
 
-REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 GPU_NS = 'gpu-operator'
 REGISTRY = 'registry.example.com:5000'
 MIRROR = 'mirror.example.com:8443'
@@ -28,16 +27,7 @@ BOTH = 'M{{ undefined_mirror_name }}{{ 6*7 }}m-SENTINEL-0d42'
 FROM_ENV = 'E{{ 6*7 }}e{% if true %}-SENTINEL-e9f3'
 
 
-@pytest.fixture(scope='module', autouse=True)
-def policy(custom):
-    ensure_cluster_policy(custom)
-
-
-@pytest.fixture(scope='module')
-def token_file(tmp_path_factory):
-    path = tmp_path_factory.mktemp('literal') / 'client_configuration_token.tok'
-    path.write_bytes(TOKEN.encode())
-    return str(path)
+pytestmark = pytest.mark.usefixtures('cluster_policy')
 
 
 def run_playbook(kubeconfig, playbook, tmp_path, files, env=None):

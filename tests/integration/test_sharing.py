@@ -8,8 +8,6 @@ then per node group (time-slicing 10 on A100, unshared H100, MPS renamed on L40S
 check-mode run that change nothing, bad inputs that fail before any write, a profile content change that
 restarts the plugin, then MIG strategy mixed with time-sliced MIG devices."""
 
-import os
-
 import pytest
 import yaml
 from kubernetes import client
@@ -19,7 +17,6 @@ from conftest import create_namespace, gpu_pod, wait_until
 from policy_helpers import CP, ensure_cluster_policy
 from role_cases import assert_failed, failure_block, failures
 
-REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 NS = 'gpu-operator'
 CM = 'gpuops-device-plugin-config'
 POLICY = 'gpu-cluster-policy'
@@ -170,7 +167,7 @@ def test_second_run_and_check_mode_change_nothing(testbed, core, custom):
     results = task_results(raw)
     assert len(results) > 12, [name for name, _r in results]  # both runs went through every task
     assert [name for name, r in results if r.get('changed')] == [], raw[-3000:]
-    rollouts = [r for name, r in results if name == 'Roll the sharing profiles out to the node groups']
+    rollouts = [r for name, r in results if name == 'apply | Roll the sharing profiles out to the node groups']
     assert len(rollouts) == 2 and all(r['batches'] == [] for r in rollouts), [name for name, _r in results]
     assert snapshot(core, custom) == before
 

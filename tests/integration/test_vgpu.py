@@ -7,9 +7,9 @@ import json
 
 import pytest
 
-from ansible_run import changed_tasks, run_role
+from ansible_run import changed_tasks, run_play, run_role
 from conftest import wait_until
-from policy_helpers import CP, ensure_cluster_policy
+from policy_helpers import CP
 from role_cases import assert_failed, assert_secret_free, config_maps_text, failures
 
 GPU_NS = 'gpu-operator'
@@ -22,16 +22,7 @@ AUTH = base64.b64encode(('%s:%s' % (USER, PASSWORD)).encode()).decode()
 SECRETS = (TOKEN.strip(), base64.b64encode(TOKEN.encode()).decode(), PASSWORD, AUTH)
 
 
-@pytest.fixture(scope='module', autouse=True)
-def policy(custom):
-    ensure_cluster_policy(custom)
-
-
-@pytest.fixture(scope='module')
-def token_file(tmp_path_factory):
-    path = tmp_path_factory.mktemp('vgpu') / 'client_configuration_token.tok'
-    path.write_bytes(TOKEN.encode())
-    return str(path)
+pytestmark = pytest.mark.usefixtures('cluster_policy')
 
 
 def variables(token_file, **extra):
@@ -121,3 +112,33 @@ def test_licensing_and_driver_then_idempotent(testbed, core, custom, apps, token
     assert rc == 0 and changed_tasks(results) == [], raw[-3000:]
     assert snapshot(core, custom) == before
     assert_secret_free(raw, SECRETS)
+
+
+def test_cluster_policy_info_settings_and_a_patched_removal(testbed, custom):
+    """The modules the roles read and write the ClusterPolicy with, on the real CRD: cluster_policy_info returns
+    what the operator takes from the ClusterPolicy (the CSV example leaves migManager.config unset: the
+    operator's built-in ConfigMap); cluster_policy state patched removes a field with null (the real apiserver's
+    server-side dry run in check mode, nothing stored) and never creates a ClusterPolicy it does not find."""
+    before = custom.get_cluster_custom_object(*CP, 'gpu-cluster-policy')
+    assert before['spec']['devicePlugin']['config'] == {'name': '', 'default': ''}
+    remove = {'name': 'gpu-cluster-policy', 'state': 'patched', 'wait': False,
+              'overrides': {'devicePlugin': {'config': None}}}
+    tasks = [{'name': 'info', 'gpuops.gpu.cluster_policy_info': {}, 'register': 'r'},
+             {'name': 'remove', 'gpuops.gpu.cluster_policy': remove, 'register': 'r'}]
+    rc, results, raw = run_play(testbed.kubeconfig, tasks, check=True, diff=True)
+    assert rc == 0, raw[-3000:]
+    info = results['info']
+    assert (info['mig_strategy'], info['device_plugin_config'], info['mig_config_map']) == (
+        'single', {'name': '', 'default': ''}, 'default-mig-parted-config'), info
+    removed = results['remove']
+    assert removed['changed'] is True and removed['patch'] == {'devicePlugin': {'config': None}}, removed
+    assert 'config' not in removed['spec']['devicePlugin']
+    assert 'config' in removed['diff']['before']['spec']['devicePlugin']
+    missing = dict(remove, name='not-there', overrides={'mig': {'strategy': 'mixed'}})
+    rc, results, raw = run_play(testbed.kubeconfig, [{'name': 'missing', 'gpuops.gpu.cluster_policy': missing,
+                                                      'register': 'r', 'ignore_errors': True}])
+    assert results['missing']['failed'] is True, raw[-3000:]
+    assert 'ClusterPolicy not-there not found (state patched' in results['missing']['msg']
+    after = custom.get_cluster_custom_object(*CP, 'gpu-cluster-policy')
+    assert after['metadata']['generation'] == before['metadata']['generation']
+    assert [p['metadata']['name'] for p in custom.list_cluster_custom_object(*CP)['items']] == ['gpu-cluster-policy']

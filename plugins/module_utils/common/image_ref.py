@@ -12,7 +12,7 @@
   (longest source first, matching whole path components), like CRI-O's registries.conf mirrors
   that ImageDigestMirrorSet / ImageTagMirrorSet generate.
 
-The air-gap check (``air_gap.public_registry_references``) and pull-secret documents
+The mirror's air-gap check (``plans/mirror_air_gap.py``) and pull-secret documents
 (``docker_config``) build on these.
 """
 
@@ -22,7 +22,7 @@ __metaclass__ = type
 import re
 
 from ansible_collections.gpuops.gpu.plugins.module_utils.common.checks import type_name, unknown_key_error
-from ansible_collections.gpuops.gpu.plugins.module_utils.k8s.errors import InputError
+from ansible_collections.gpuops.gpu.plugins.module_utils.common.errors import InputError
 
 DOCKER_HUB = 'docker.io'
 

@@ -24,6 +24,7 @@ import uuid
 
 from ansible_collections.gpuops.gpu.plugins.module_utils.common.names import (
     ANN_LOCK_NODES, ANN_LOCK_PURPOSE, ANN_LOCK_WHO, LOCK_LEASE_NAME, managed_by_labels)
+from ansible_collections.gpuops.gpu.plugins.module_utils.common.objects import annotations_of
 
 NODES_MAX = 900  # characters of the nodes annotation; longer lists are cut with "+N more"
 # Seconds a Lease time (renewTime, acquireTime) may lie ahead of this host's clock and still count.
@@ -107,7 +108,7 @@ def lease_state(lease, holder, now):
     if not lease:
         return {'state': 'free'}
     spec = lease.get('spec') or {}
-    ann = (lease.get('metadata') or {}).get('annotations') or {}
+    ann = annotations_of(lease)
     current = spec.get('holderIdentity') or ''
     declared = int(spec.get('leaseDurationSeconds') or 0)
     duration = min(declared, MAX_DURATION)

@@ -47,6 +47,10 @@ def is_managed(labels):
     return (labels or {}).get(LABEL_MANAGED_BY) == MANAGED_BY
 
 
+# The GPU operator's built-in mig-parted ConfigMap: what the MIG manager reads when the ClusterPolicy's
+# migManager.config.name is unset (docs/facts.md#mig-parted-config-format).
+DEFAULT_MIG_CONFIG_MAP = 'default-mig-parted-config'
+
 # ConfigMaps in the GPU operator's namespace that belong to someone else, which the collection never writes
 # (docs/facts.md#configmaps-the-gpu-operator-owns). By name: the GPU operator's own (its default MIG, GPU-clients and
 # vGPU-device configs, the scripts of its VFIO manager and of dcgm-exporter on OpenShift, the Kata manager config,
@@ -54,7 +58,7 @@ def is_managed(labels):
 # namespace. By pattern (a regular expression, as the rollout account's admission policy matches it): the
 # entrypoint scripts of the operator's privileged operands (nvidia-container-toolkit-entrypoint,
 # nvidia-device-plugin-entrypoint, nvidia-mig-manager-entrypoint, nvidia-kata-manager-entrypoint, and any later one).
-OPERATOR_CONFIGMAPS = ('default-mig-parted-config', 'default-gpu-clients', 'default-vgpu-devices-config',
+OPERATOR_CONFIGMAPS = (DEFAULT_MIG_CONFIG_MAP, 'default-gpu-clients', 'default-vgpu-devices-config',
                        'nvidia-vfio-manager', 'nvidia-dcgm-exporter', 'nvidia-kata-manager-config',
                        'gpu-operator-trusted-ca', 'kube-root-ca.crt', 'openshift-service-ca.crt')
 OPERATOR_CONFIGMAP_PATTERN = '^nvidia-.*-entrypoint$'

@@ -13,11 +13,12 @@ __metaclass__ = type
 import re
 
 from ansible_collections.gpuops.gpu.plugins.module_utils.common.names import (
-    LABEL_MANAGED_BY, MANAGED_BY, OPERATOR_CONFIGMAP_PATTERN, OPERATOR_CONFIGMAPS, is_managed)
+    DEFAULT_MIG_CONFIG_MAP, LABEL_MANAGED_BY, MANAGED_BY, OPERATOR_CONFIGMAP_PATTERN, OPERATOR_CONFIGMAPS, is_managed)
+from ansible_collections.gpuops.gpu.plugins.module_utils.common.objects import meta_of
 
 _OPERATOR = 'the GPU operator (%s; it replaces the content on every reconcile)'
 _CONFIGMAP_OWNERS = {
-    'default-mig-parted-config': _OPERATOR % 'its built-in MIG configs',
+    DEFAULT_MIG_CONFIG_MAP: _OPERATOR % 'its built-in MIG configs',
     'default-gpu-clients': _OPERATOR % 'the GPU clients its MIG manager stops',
     'default-vgpu-devices-config': _OPERATOR % 'its built-in vGPU device configs',
     'nvidia-vfio-manager': _OPERATOR % 'the script its privileged VFIO manager runs',
@@ -57,7 +58,7 @@ def configmap_write_errors(name, option, namespace='', existing=None):
         existing = existing[0] if existing else None
     if not existing:
         return []
-    meta = existing.get('metadata') or {}
+    meta = meta_of(existing)
     owners = ['%s %s' % (o.get('kind'), o.get('name')) for o in meta.get('ownerReferences') or []]
     if owners:
         return ['%s: ConfigMap %s belongs to %s (owner reference); gpuops.gpu never writes it: choose a name of your '

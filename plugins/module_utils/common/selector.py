@@ -39,7 +39,7 @@ __metaclass__ = type
 
 from ansible_collections.gpuops.gpu.plugins.module_utils.common.checks import (
     label_key_errors, label_value_errors, type_name)
-from ansible_collections.gpuops.gpu.plugins.module_utils.k8s.errors import InputError
+from ansible_collections.gpuops.gpu.plugins.module_utils.common.errors import InputError
 
 OPERATORS = ('in', 'notin', 'exists', '!')
 _SPECIAL = '=!(),<>'
@@ -176,6 +176,15 @@ def parse_selector(text):
         raise SelectorError('a label selector must be a string such as "node-role.kubernetes.io/worker", '
                             'got %s' % type_name(text))
     return _Parser(text).requirements()
+
+
+def selector_errors(text, name):
+    """``['<name>: <why>']`` when ``text`` is not a valid label selector, else [] (None and '' are valid)."""
+    try:
+        parse_selector(text)
+    except SelectorError as exc:
+        return ['%s: %s' % (name, exc)]
+    return []
 
 
 def requirement_matches(requirement, labels):

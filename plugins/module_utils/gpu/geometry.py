@@ -27,7 +27,7 @@ from ansible_collections.gpuops.gpu.plugins.module_utils.common.names import (
 from ansible_collections.gpuops.gpu.plugins.module_utils.gpu.catalog import is_media_extension, parse_profile
 from ansible_collections.gpuops.gpu.plugins.module_utils.gpu.products import (
     MigCatalogError, products_with_profile, require_product)
-from ansible_collections.gpuops.gpu.plugins.module_utils.k8s.errors import InputError
+from ansible_collections.gpuops.gpu.plugins.module_utils.common.errors import InputError
 
 
 class MigGeometryError(InputError, ValueError):

@@ -31,7 +31,7 @@ import re
 from ansible_collections.gpuops.gpu.plugins.module_utils.common.checks import Fields, Items, bool_errors, string_errors
 from ansible_collections.gpuops.gpu.plugins.module_utils.common.names import CONNECTION_VARS, SECRET_CONNECTION_OPTIONS
 from ansible_collections.gpuops.gpu.plugins.module_utils.gpu import node as gpu_node
-from ansible_collections.gpuops.gpu.plugins.module_utils.k8s.errors import InputError
+from ansible_collections.gpuops.gpu.plugins.module_utils.common.errors import InputError
 
 DEFAULT_POOL_LABEL = 'gpuops.dev/pool'
 GROUP_NODES = 'gpu_nodes'

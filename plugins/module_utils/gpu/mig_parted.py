@@ -189,7 +189,7 @@ def _gpu_label(index):
 def config_product_errors(config, entries, product, overrides):
     """Errors for applying one config (its ``entries``) to GPUs of one product: the rule
     mig_parted_errors applies per product, for callers that check one config on many products
-    without re-checking the whole document each time (plans/mig_demand_pool.py)."""
+    without re-checking the whole document each time (gpu/mig_demand_pool.py)."""
     entry, errors = resolve_product(product, overrides)
     if errors:
         return ["config '%s' on %s: %s" % (config, product, e) for e in errors]

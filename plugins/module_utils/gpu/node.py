@@ -18,6 +18,7 @@ from ansible_collections.gpuops.gpu.plugins.module_utils.common.names import (
     LABEL_DRIVER_VERSION, LABEL_DP_CONFIG, LABEL_MEMORY, LABEL_MIG_CAPABLE, LABEL_MIG_CONFIG,
     LABEL_MIG_STATE, LABEL_MIG_STRATEGY, LABEL_PCI_PRESENT, LABEL_PRESENT, LABEL_PRODUCT, LABEL_REPLICAS, LABEL_SHARING,
     MIG_RESOURCE_PREFIX, PAUSED_FOR_MIG, SHARED_RESOURCE, VGPU_LABELS)
+from ansible_collections.gpuops.gpu.plugins.module_utils.common.objects import labels_of, meta_of, name_of
 
 # Pods that hold resources on a node: bound, not terminal (what the scheduler's cache holds).
 ACTIVE_POD_FIELD_SELECTOR = 'status.phase!=Succeeded,status.phase!=Failed'
@@ -47,7 +48,7 @@ def gpu_resources(resources):
 
 def is_gpu_node(node):
     """A node with NVIDIA GPUs: GFD/NFD labels or GPU capacity."""
-    labels = node.get('metadata', {}).get('labels') or {}
+    labels = labels_of(node)
     if labels.get(LABEL_PRESENT) == 'true' or labels.get(LABEL_PCI_PRESENT) == 'true':
         return True
     if LABEL_PRODUCT in labels:
@@ -57,7 +58,7 @@ def is_gpu_node(node):
 
 def vgpu_label(node):
     """'<label>=<value>' of the first vGPU label the node carries (docs/facts.md#vgpu-nodes), else None."""
-    labels = node.get('metadata', {}).get('labels') or {}
+    labels = labels_of(node)
     for key, value in VGPU_LABELS:
         if labels.get(key) == value:
             return '%s=%s' % (key, value)
@@ -130,7 +131,7 @@ def pod_is_active(pod):
 
 def pod_is_daemonset(pod):
     """Owned by a DaemonSet (a drain leaves it alone)."""
-    return any(ref.get('kind') == 'DaemonSet' for ref in (pod.get('metadata') or {}).get('ownerReferences') or [])
+    return any(ref.get('kind') == 'DaemonSet' for ref in meta_of(pod).get('ownerReferences') or [])
 
 
 def gpu_pods(pods):
@@ -139,7 +140,7 @@ def gpu_pods(pods):
 
 
 def pod_key(pod):
-    meta = pod.get('metadata') or {}
+    meta = meta_of(pod)
     return '%s/%s' % (meta.get('namespace'), meta.get('name'))
 
 
@@ -197,7 +198,7 @@ def node_gpu_info(node, pods=None):
     pods included. ``gpu_pods`` lists the workload pods among them (DaemonSet pods excluded: the
     ones a drain would evict).
     """
-    meta = node.get('metadata') or {}
+    meta = meta_of(node)
     labels = meta.get('labels') or {}
     status = node.get('status') or {}
     spec = node.get('spec') or {}
@@ -263,7 +264,7 @@ def select_nodes(nodes, names=None, only_gpu_nodes=True):
     seen = set()
     not_gpu = []
     for node in nodes:
-        name = (node.get('metadata') or {}).get('name')
+        name = name_of(node)
         if wanted is not None and name not in wanted:
             continue
         seen.add(name)
@@ -285,7 +286,7 @@ def fleet_info(nodes, pods=None):
     grouped = pods_by_node(pods)
     infos = []
     for node in nodes:
-        info = node_gpu_info(node, grouped.get((node.get('metadata') or {}).get('name'), []))
+        info = node_gpu_info(node, grouped.get(name_of(node), []))
         if pods is None:
             info['requested'] = info['free'] = info['gpu_pods'] = None
         infos.append(info)

@@ -23,7 +23,7 @@ from ansible_collections.gpuops.gpu.plugins.module_utils.common.checks import (
     is_int, type_name, unknown_key_errors)
 from ansible_collections.gpuops.gpu.plugins.module_utils.gpu import catalog
 from ansible_collections.gpuops.gpu.plugins.module_utils.gpu.catalog import OVERRIDE_KEYS, PROFILE_KEYS
-from ansible_collections.gpuops.gpu.plugins.module_utils.k8s.errors import InputError
+from ansible_collections.gpuops.gpu.plugins.module_utils.common.errors import InputError
 
 
 class MigCatalogError(InputError, ValueError):

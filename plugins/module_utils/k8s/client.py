@@ -27,7 +27,7 @@ import gc
 import json
 import threading
 
-from ansible_collections.gpuops.gpu.plugins.module_utils.k8s.errors import ApiError, status_of
+from ansible_collections.gpuops.gpu.plugins.module_utils.common.errors import ApiError, status_of
 
 try:
     from ansible_collections.kubernetes.core.plugins.module_utils.k8s.client import get_api_client

@@ -12,11 +12,13 @@ __metaclass__ = type
 
 import copy
 import json
+import time
 
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.gpuops.gpu.plugins.module_utils.k8s import client
-from ansible_collections.gpuops.gpu.plugins.module_utils.k8s.errors import GpuOpsError, api_error_message
+from ansible_collections.gpuops.gpu.plugins.module_utils.common.errors import GpuOpsError, api_error_message
+from ansible_collections.gpuops.gpu.plugins.module_utils.common.waiter import Waiter
 
 try:
     from ansible_collections.kubernetes.core.plugins.module_utils.args_common import AUTH_ARG_SPEC
@@ -56,6 +58,18 @@ def gpu_module(**kwargs):
                              "ansible-galaxy collection install kubernetes.core")
     kwargs.setdefault('supports_check_mode', True)
     return AnsibleK8SModule(module_class=AnsibleModule, **kwargs)
+
+
+class ModuleRun(object):
+    """What one run of a module keeps: the connection, the module's parameters, check mode, the clock,
+    and the waiter that paces its polls every ``poll_interval`` seconds. The ``ops/`` runs extend it."""
+
+    def __init__(self, conn, params, check_mode, sleep=time.sleep, clock=time.monotonic):
+        self.conn = conn
+        self.params = params
+        self.check_mode = check_mode
+        self.clock = clock
+        self.waiter = Waiter(params.get('poll_interval'), sleep=sleep, clock=clock)
 
 
 def run_module(module, run, lazy=False):

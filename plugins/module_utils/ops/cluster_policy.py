@@ -16,9 +16,10 @@ import time
 from ansible_collections.gpuops.gpu.plugins.module_utils.common.merge import deep_merge, replace_patch
 from ansible_collections.gpuops.gpu.plugins.module_utils.common.names import (
     CLUSTER_POLICY, CLUSTER_POLICY_CRD, managed_by_labels)
-from ansible_collections.gpuops.gpu.plugins.module_utils.k8s.errors import (
+from ansible_collections.gpuops.gpu.plugins.module_utils.common.errors import (
     InputError, NotReady, api_message, status_of)
-from ansible_collections.gpuops.gpu.plugins.module_utils.k8s.waiter import Waiter
+from ansible_collections.gpuops.gpu.plugins.module_utils.common.objects import name_of
+from ansible_collections.gpuops.gpu.plugins.module_utils.k8s.runner import ModuleRun
 from ansible_collections.gpuops.gpu.plugins.module_utils.plans import cluster_policy as cp
 from ansible_collections.gpuops.gpu.plugins.module_utils.plans.driver import driver_rule_errors
 
@@ -58,24 +59,23 @@ def read_cluster_policy(conn, name=None):
 
 def info(conn, params, check_mode=False):
     """``gpuops.gpu.cluster_policy_info``: one list call, then :func:`cp.select_policy` decides which
-    ClusterPolicy the caller works on and what stops it. Reads only (check mode changes nothing)."""
+    ClusterPolicy the caller works on and what stops it, and :func:`cp.policy_settings` what the operator
+    takes from it. Reads only (check mode changes nothing)."""
     policies, served = list_policies(conn)
     policy, matching, errors = cp.select_policy(policies, params.get('name') or '', params.get('required', True),
                                                 params.get('name_option') or 'name')
     status = (policy or {}).get('status') or {}
-    return {'changed': False, 'api_found': served, 'cluster_policy': policy, 'cluster_policies': matching,
-            'name': ((policy or {}).get('metadata') or {}).get('name') or '',
-            'namespace': status.get('namespace') or '', 'state': cp.policy_state(policy),
-            'errors': errors, 'api_requests': conn.requests}
+    result = {'changed': False, 'api_found': served, 'cluster_policy': policy, 'cluster_policies': matching,
+              'name': name_of(policy) or '',
+              'namespace': status.get('namespace') or '', 'state': cp.policy_state(policy),
+              'errors': errors, 'api_requests': conn.requests}
+    result.update(cp.policy_settings((policy or {}).get('spec')))
+    return result
 
 
-class PolicyApply(object):
+class PolicyApply(ModuleRun):
     def __init__(self, conn, params, check_mode, sleep=time.sleep, clock=time.monotonic):
-        self.conn = conn
-        self.params = params
-        self.check_mode = check_mode
-        self.waiter = Waiter(params.get('poll_interval'), sleep=sleep, clock=clock)
-        self.clock = clock
+        super(PolicyApply, self).__init__(conn, params, check_mode, sleep=sleep, clock=clock)
         self.warnings = []
 
     # --- reads -----------------------------------------------------------------------------
@@ -128,10 +128,7 @@ class PolicyApply(object):
         if not crd_present and not self.check_mode:
             raise InputError('the ClusterPolicy API (nvidia.com/v1) is not served: install the GPU operator first '
                              '(gpuops.gpu.olm_operator or its Helm chart); nothing was changed')
-        other = cp.other_policy_error(policies, name)
-        if other:
-            raise InputError(other + '; nothing was changed')
-        existing = next((p for p in policies if p['metadata']['name'] == name), None)
+        existing = self._existing(name, policies)
         schema = self._schema() if crd_present else None
         self._validate(schema, base_spec, existing)
 
@@ -154,6 +151,21 @@ class PolicyApply(object):
         result['api_requests'] = self.conn.requests
         result['duration_s'] = round(self.clock() - started, 2)
         return result
+
+    def _existing(self, name, policies):
+        """The ClusterPolicy ``name`` as listed (None: to be created), or InputError. ``state=patched`` changes
+        the one the caller picked (cluster_policy_info picks it among several) and never creates one;
+        ``present`` works only where no other ClusterPolicy exists (the operator would ignore one of them)."""
+        existing = next((p for p in policies if p['metadata']['name'] == name), None)
+        if self.params['state'] == 'patched':
+            if existing is None:
+                raise InputError("ClusterPolicy %s not found (state patched changes an existing ClusterPolicy "
+                                 "only); nothing was changed" % name)
+            return existing
+        other = cp.other_policy_error(policies, name)
+        if other:
+            raise InputError(other + '; nothing was changed')
+        return existing
 
     def _validate(self, schema, base_spec, existing):
         overrides = self.params.get('overrides') or {}

@@ -30,7 +30,7 @@ from ansible_collections.gpuops.gpu.plugins.module_utils.common.names import (
 from ansible_collections.gpuops.gpu.plugins.module_utils.common.redact import redact_text
 from ansible_collections.gpuops.gpu.plugins.module_utils.gpu import node as gpu_node
 from ansible_collections.gpuops.gpu.plugins.module_utils.k8s.client import TRANSPORT_ERRORS
-from ansible_collections.gpuops.gpu.plugins.module_utils.k8s.errors import InputError, api_error_message, status_of
+from ansible_collections.gpuops.gpu.plugins.module_utils.common.errors import InputError, api_error_message, status_of
 from ansible_collections.gpuops.gpu.plugins.module_utils.ops.inventory import Lister
 from ansible_collections.gpuops.gpu.plugins.module_utils.plans import diagnostics as plan
 

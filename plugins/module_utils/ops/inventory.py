@@ -28,9 +28,10 @@ __metaclass__ = type
 
 import os
 
+from ansible_collections.gpuops.gpu.plugins.module_utils.common.objects import labels_of, meta_of, name_of
 from ansible_collections.gpuops.gpu.plugins.module_utils.gpu import node as gpu_node
 from ansible_collections.gpuops.gpu.plugins.module_utils.k8s import client
-from ansible_collections.gpuops.gpu.plugins.module_utils.k8s.errors import ApiError, GpuOpsError, api_error_message
+from ansible_collections.gpuops.gpu.plugins.module_utils.common.errors import ApiError, GpuOpsError, api_error_message
 
 PAGE_SIZE = 500
 InventoryError = ApiError  # a list call failed; the message says which and why
@@ -73,7 +74,7 @@ class Lister(object):
             if exc is not None:
                 raise ApiError('Could not list %s: %s' % (what, api_error_message(exc)))
             items.extend(data.get('items') or [])
-            token = (data.get('metadata') or {}).get('continue')
+            token = meta_of(data).get('continue')
             if not token:
                 return items
 
@@ -130,7 +131,7 @@ def gpu_node_records(conn, label_selector=None, include_pods=True, label_keys=()
     pods = None
     if include_pods:
         pods = list_pods(conn.core, lister, sorted(n['metadata']['name'] for n in nodes))
-    labels = dict((n['metadata']['name'], n['metadata'].get('labels') or {}) for n in nodes)
+    labels = dict((name_of(n), labels_of(n)) for n in nodes)
     infos = gpu_node.fleet_info(nodes, pods)
     for info in infos:
         own = labels.get(info['name']) or {}

@@ -12,11 +12,12 @@ __metaclass__ = type
 import copy
 import time
 
+from ansible_collections.gpuops.gpu.plugins.module_utils.common.objects import labels_of
 from ansible_collections.gpuops.gpu.plugins.module_utils.plans import olm
 from ansible_collections.gpuops.gpu.plugins.module_utils.common.checks import suggest
 from ansible_collections.gpuops.gpu.plugins.module_utils.common.names import managed_by_labels
-from ansible_collections.gpuops.gpu.plugins.module_utils.k8s.errors import InputError, InstallFailed, status_of
-from ansible_collections.gpuops.gpu.plugins.module_utils.k8s.waiter import Waiter
+from ansible_collections.gpuops.gpu.plugins.module_utils.common.errors import InputError, InstallFailed, status_of
+from ansible_collections.gpuops.gpu.plugins.module_utils.k8s.runner import ModuleRun
 
 try:
     from kubernetes.client.rest import ApiException
@@ -28,15 +29,11 @@ V1A1 = 'v1alpha1'
 PKG_GROUP, PKG_VERSION = 'packages.operators.coreos.com', 'v1'
 
 
-class OlmInstall(object):
+class OlmInstall(ModuleRun):
     """One ``gpuops.gpu.olm_operator`` run."""
 
     def __init__(self, conn, params, check_mode, sleep=time.sleep, clock=time.monotonic):
-        self.conn = conn
-        self.params = params
-        self.check_mode = check_mode
-        self.waiter = Waiter(params['poll_interval'], sleep=sleep, clock=clock)
-        self.clock = clock
+        super(OlmInstall, self).__init__(conn, params, check_mode, sleep=sleep, clock=clock)
         self.ns = params['namespace']
         self.sub_name = params.get('subscription_name') or params['package']
         self.actions = []
@@ -169,7 +166,7 @@ class OlmInstall(object):
                                                                  'metadata': {'name': self.ns, 'labels': labels}})
                 self.created.append(('Namespace', self.ns))
             return
-        have = (self.namespace.get('metadata') or {}).get('labels') or {}
+        have = labels_of(self.namespace)
         patch = dict((k, v) for k, v in labels.items() if have.get(k) != v)
         if patch:
             self.before['namespace'] = {'name': self.ns, 'labels': dict((k, have.get(k)) for k in patch)}

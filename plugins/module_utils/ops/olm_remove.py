@@ -13,8 +13,8 @@ __metaclass__ = type
 import time
 
 from ansible_collections.gpuops.gpu.plugins.module_utils.common.checks import is_dns_subdomain
-from ansible_collections.gpuops.gpu.plugins.module_utils.k8s.errors import InputError, InstallFailed
-from ansible_collections.gpuops.gpu.plugins.module_utils.k8s.waiter import Waiter
+from ansible_collections.gpuops.gpu.plugins.module_utils.common.errors import InputError, InstallFailed
+from ansible_collections.gpuops.gpu.plugins.module_utils.k8s.runner import ModuleRun
 from ansible_collections.gpuops.gpu.plugins.module_utils.ops.olm import GROUP, V1A1
 from ansible_collections.gpuops.gpu.plugins.module_utils.plans.uninstall import olm_removal
 
@@ -31,15 +31,11 @@ def input_errors(params):
     return errors
 
 
-class OlmRemove(object):
+class OlmRemove(ModuleRun):
     """One ``gpuops.gpu.olm_operator`` run with ``state: absent``."""
 
     def __init__(self, conn, params, check_mode, sleep=time.sleep, clock=time.monotonic):
-        self.conn = conn
-        self.params = params
-        self.check_mode = check_mode
-        self.waiter = Waiter(params['poll_interval'], sleep=sleep, clock=clock)
-        self.clock = clock
+        super(OlmRemove, self).__init__(conn, params, check_mode, sleep=sleep, clock=clock)
         self.ns = params['namespace']
         self.sub_name = params.get('subscription_name') or params['package']
 

@@ -17,10 +17,11 @@ __metaclass__ = type
 import os
 import time
 
+from ansible_collections.gpuops.gpu.plugins.module_utils.common.objects import labels_of, meta_of, name_of
 from ansible_collections.gpuops.gpu.plugins.module_utils.plans import smoke as S
 from ansible_collections.gpuops.gpu.plugins.module_utils.plans import smoke_fill as F
-from ansible_collections.gpuops.gpu.plugins.module_utils.k8s.errors import CheckFailed, InputError, api_error_message
-from ansible_collections.gpuops.gpu.plugins.module_utils.k8s.waiter import Waiter
+from ansible_collections.gpuops.gpu.plugins.module_utils.common.errors import CheckFailed, InputError, api_error_message
+from ansible_collections.gpuops.gpu.plugins.module_utils.common.waiter import Waiter
 
 JOB_NAME_LABELS = ('batch.kubernetes.io/job-name', 'job-name')
 
@@ -44,6 +45,21 @@ class _Run(object):
     @property
     def selector(self):
         return '%s=%s' % (S.RUN_LABEL, self.run_id)
+
+    def _settle(self, pending, unsettled):
+        """Poll (the runner's ``_poll``) until every case of ``pending`` ({key: (case, started)}) has an
+        outcome or ``timeout``; the rest time out, their detail ``unsettled`` % (timeout, last state seen)."""
+        last = {}
+
+        def settled():
+            self._poll(pending, last)
+            return True if not pending else None
+        if pending:
+            self.waiter.until(settled, self.timeout)
+        now = self.clock()
+        for key, (case, t0) in pending.items():
+            case.update(status=S.TIMEOUT, seconds=round(now - t0, 1),
+                        detail=unsettled % (self.timeout, last.get(key) or 'no pod'))
 
 
 class SmokeRunner(_Run):
@@ -73,7 +89,7 @@ class SmokeRunner(_Run):
                     continue
                 case['job'] = manifest['metadata']['name']
                 started[case['job']] = (case, self.clock())
-            self._wait(started)
+            self._settle(dict(started), 'not finished after %ss (%s)')
             self._logs([c for c, _t in started.values()])
         finally:
             if self.cleanup_enabled:
@@ -85,21 +101,6 @@ class SmokeRunner(_Run):
         pods = self.conn.call(self.conn.core.list_namespaced_pod, self.namespace, label_selector=self.selector)
         return jobs.get('items') or [], pods.get('items') or []
 
-    def _wait(self, started):
-        """Poll until every started case has an outcome or ``timeout``; the rest time out."""
-        pending = dict(started)
-        last = {}
-
-        def finished():
-            self._poll(pending, last)
-            return True if not pending else None
-        if pending:
-            self.waiter.until(finished, self.timeout)
-        now = self.clock()
-        for name, (case, t0) in pending.items():
-            case.update(status=S.TIMEOUT, seconds=round(now - t0, 1),
-                        detail='not finished after %ss (%s)' % (self.timeout, last.get(name) or 'no pod'))
-
     def _poll(self, pending, last):
         """One read of the Jobs and pods; settles (removes from ``pending``) the cases that ended."""
         try:
@@ -107,10 +108,10 @@ class SmokeRunner(_Run):
         except Exception as exc:  # a failed poll is retried until the deadline
             self.warnings.append('could not read the smoke test Jobs: %s' % api_error_message(exc))
             return
-        jobs_by_name = dict(((j.get('metadata') or {}).get('name'), j) for j in jobs)
+        jobs_by_name = dict((name_of(j), j) for j in jobs)
         pods_by_job = {}
         for pod in pods:
-            labels = (pod.get('metadata') or {}).get('labels') or {}
+            labels = labels_of(pod)
             name = next((labels[k] for k in JOB_NAME_LABELS if labels.get(k)), None)
             pods_by_job.setdefault(name, []).append(pod)
         now = self.clock()
@@ -210,16 +211,7 @@ class FillRunner(_Run):
                                 % (pod['metadata']['name'], api_error_message(exc)))
                     continue
                 pending[str(case['id'])] = (case, self.clock())
-            last = {}
-
-            def settled():
-                self._poll(pending, last)
-                return True if not pending else None
-            if pending:
-                self.waiter.until(settled, self.timeout)
-            for key, (case, t0) in pending.items():
-                case.update(status=S.TIMEOUT, seconds=round(self.clock() - t0, 1),
-                            detail='not settled after %ss: %s' % (self.timeout, last.get(key) or 'no pod'))
+            self._settle(pending, 'not settled after %ss: %s')
         finally:
             self.cleanup()
         return cases
@@ -232,7 +224,7 @@ class FillRunner(_Run):
             return
         by_case = {}
         for pod in pods:
-            by_case.setdefault(((pod.get('metadata') or {}).get('labels') or {}).get(F.FILL_LABEL), []).append(pod)
+            by_case.setdefault(labels_of(pod).get(F.FILL_LABEL), []).append(pod)
         now = self.clock()
         for key in list(pending):
             case, t0 = pending[key]
@@ -277,7 +269,7 @@ def _text(response):
 def _newest_pod_name(pods):
     if not pods:
         return None
-    pod = sorted(pods, key=lambda p: ((p.get('metadata') or {}).get('creationTimestamp') or ''))[-1]
+    pod = sorted(pods, key=lambda p: (meta_of(p).get('creationTimestamp') or ''))[-1]
     return pod['metadata']['name']
 
 

@@ -8,9 +8,10 @@ resourceVersion-guarded merge patch (re-read and re-plan on 409)."""
 from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
 
+from ansible_collections.gpuops.gpu.plugins.module_utils.common.objects import meta_of
 from ansible_collections.gpuops.gpu.plugins.module_utils.plans import placement
 from ansible_collections.gpuops.gpu.plugins.module_utils.gpu.tolerations import taint_errors
-from ansible_collections.gpuops.gpu.plugins.module_utils.k8s.errors import InputError
+from ansible_collections.gpuops.gpu.plugins.module_utils.common.errors import InputError
 
 try:
     from kubernetes.dynamic.exceptions import ConflictError, NotFoundError
@@ -94,7 +95,7 @@ class Taints(object):
 
     def plan(self, kind, obj):
         params = self.params
-        md = obj.get('metadata') or {}
+        md = meta_of(obj)
         result = placement.plan_taints(_taints_of(obj, kind), placement.owned_taints(md.get('annotations')),
                                        params['taints'], params['state'], params['remove'])
         result['kind'] = kind

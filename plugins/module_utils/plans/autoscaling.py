@@ -30,10 +30,11 @@ import copy
 
 from ansible_collections.gpuops.gpu.plugins.module_utils.common.merge import deep_merge
 from ansible_collections.gpuops.gpu.plugins.module_utils.common.names import managed_by_labels
+from ansible_collections.gpuops.gpu.plugins.module_utils.common.objects import labels_of, meta_of, name_of
 from ansible_collections.gpuops.gpu.plugins.module_utils.common.selector import parse_selector, selector_matches
 from ansible_collections.gpuops.gpu.plugins.module_utils.plans.autoscaling_inputs import input_errors
 from ansible_collections.gpuops.gpu.plugins.module_utils.plans.machineset import (
-    ACCELERATOR_LABEL, MACHINESET_API, meta, name_of, plan_machineset, template_node_labels)
+    ACCELERATOR_LABEL, MACHINESET_API, plan_machineset, template_node_labels)
 
 AUTOSCALING_API = 'autoscaling.openshift.io/v1'
 MACHINE_AUTOSCALER_API = 'autoscaling.openshift.io/v1beta1'
@@ -91,7 +92,7 @@ def _resolve(entries, existing_by_name, errors):
         if entry.get('label_selector'):
             terms = parse_selector(entry['label_selector'])
             names = sorted(n for n in all_names
-                           if selector_matches(terms, meta(existing_by_name[n]).get('labels')))
+                           if selector_matches(terms, labels_of(existing_by_name[n])))
             if not names:
                 errors.append("%s.label_selector '%s' matches no MachineSet (existing: %s)"
                               % (path, entry['label_selector'], ', '.join(all_names) or 'none'))
@@ -130,7 +131,7 @@ def _machine_autoscaler(ms_plan, existing_autoscalers):
     for ma in existing_autoscalers or []:
         ref = ((ma.get('spec') or {}).get('scaleTargetRef')) or {}
         if ref.get('kind') == 'MachineSet' and ref.get('name') == name \
-                and meta(ma).get('namespace', ms_plan['namespace']) == ms_plan['namespace']:
+                and meta_of(ma).get('namespace', ms_plan['namespace']) == ms_plan['namespace']:
             name = name_of(ma)  # adopt the existing one: two MachineAutoscalers for one MachineSet conflict
             break
     return {

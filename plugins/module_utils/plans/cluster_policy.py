@@ -26,10 +26,11 @@ import copy
 from ansible_collections.gpuops.gpu.plugins.module_utils.common.merge import deep_merge, get_path, merge_patch, set_path
 from ansible_collections.gpuops.gpu.plugins.module_utils.common.checks import suggest, type_name
 from ansible_collections.gpuops.gpu.plugins.module_utils.common.names import (
-    CLUSTER_POLICY_API_VERSION, CLUSTER_POLICY_KIND, MIG_STRATEGIES)
+    CLUSTER_POLICY_API_VERSION, CLUSTER_POLICY_KIND, DEFAULT_MIG_CONFIG_MAP, MIG_STRATEGIES)
+from ansible_collections.gpuops.gpu.plugins.module_utils.common.objects import name_of
 from ansible_collections.gpuops.gpu.plugins.module_utils.gpu.tolerations import (
     GPU_TOLERATION, merge_tolerations, toleration_errors, toleration_identity)
-from ansible_collections.gpuops.gpu.plugins.module_utils.k8s.errors import InputError
+from ansible_collections.gpuops.gpu.plugins.module_utils.common.errors import InputError
 
 KIND = CLUSTER_POLICY_KIND
 API_VERSION = CLUSTER_POLICY_API_VERSION
@@ -77,7 +78,7 @@ def base_policy(alm_examples=None, base=None):
             spec = base.get('spec')
             if not isinstance(spec, dict):
                 raise PolicyError('base.spec must be a mapping, got %s' % type_name(spec))
-            return (base.get('metadata') or {}).get('name'), copy.deepcopy(spec)
+            return name_of(base), copy.deepcopy(spec)
         return None, copy.deepcopy(base)
     if alm_examples:
         if not isinstance(alm_examples, list):
@@ -89,7 +90,7 @@ def base_policy(alm_examples=None, base=None):
                 if not isinstance(spec, dict) or not spec:
                     raise PolicyError('the ClusterPolicy in alm_examples has no spec (the operator does not '
                                       'deploy anything from an empty spec)')
-                return (example.get('metadata') or {}).get('name'), copy.deepcopy(spec)
+                return name_of(example), copy.deepcopy(spec)
         kinds = sorted(set(str(e.get('kind')) for e in alm_examples if isinstance(e, dict)))
         raise PolicyError('alm_examples has no ClusterPolicy (kinds: %s); pass the alm_examples of the GPU '
                           'operator CSV' % (', '.join(kinds) or 'none'))
@@ -297,8 +298,8 @@ def select_policy(policies, name='', required=True, name_option='name'):
     """
     policies = [p for p in policies or [] if isinstance(p, dict)]
     if name:
-        policies = [p for p in policies if ((p.get('metadata') or {}).get('name')) == name]
-    names = sorted((p.get('metadata') or {}).get('name') or '?' for p in policies)
+        policies = [p for p in policies if name_of(p) == name]
+    names = sorted(name_of(p) or '?' for p in policies)
     if len(policies) > 1:
         return None, policies, ['more than one ClusterPolicy (found %d: %s); the GPU operator honours only one: '
                                 'set %s to the one to use' % (len(names), ', '.join(names), name_option)]
@@ -311,3 +312,26 @@ def select_policy(policies, name='', required=True, name_option='name'):
                                 'set %s to an existing one, or leave it empty for the only one'
                                 % (name, name_option)]
     return None, policies, ['exactly one ClusterPolicy is needed (found 0); install the GPU operator first']
+
+
+# --- the settings other components read from it -----------------------------------------------
+
+def _mapping(value):
+    return value if isinstance(value, dict) else {}
+
+
+def policy_settings(spec, mig_strategy=None):
+    """What the GPU operator's components take from a ClusterPolicy ``spec``, with the operator's
+    defaults for what is unset: ``mig_strategy`` (``mig.strategy``, else ``single``; an explicit
+    ``mig_strategy`` wins), ``device_plugin_config`` (``devicePlugin.config`` ``{name, default}``,
+    empty strings when unset) and ``mig_config_map`` (``migManager.config.name``, else the operator's
+    built-in ``DEFAULT_MIG_CONFIG_MAP``). The one place this rule is written."""
+    spec = _mapping(spec)
+    plugin_config = _mapping(_mapping(spec.get('devicePlugin')).get('config'))
+    return {
+        'mig_strategy': mig_strategy or _mapping(spec.get('mig')).get('strategy') or 'single',
+        'device_plugin_config': {'name': plugin_config.get('name') or '',
+                                 'default': plugin_config.get('default') or ''},
+        'mig_config_map': _mapping(_mapping(spec.get('migManager')).get('config')).get('name')
+        or DEFAULT_MIG_CONFIG_MAP,
+    }

@@ -17,8 +17,9 @@ __metaclass__ = type
 import copy
 
 from ansible_collections.gpuops.gpu.plugins.module_utils.common.checks import is_dns_label, is_int
+from ansible_collections.gpuops.gpu.plugins.module_utils.common.names import DEFAULT_MIG_CONFIG_MAP
+from ansible_collections.gpuops.gpu.plugins.module_utils.common.objects import labels_of, meta_of
 from ansible_collections.gpuops.gpu.plugins.module_utils.common.redact import REDACTED, redact
-from ansible_collections.gpuops.gpu.plugins.module_utils.plans.reset import DEFAULT_MIG_CONFIG_MAP
 
 # component -> the ``app`` label of its pods (gpu-operator: deployments/gpu-operator/templates/operator.yaml;
 # operands: assets/*/0500_daemonset.yaml and the like of NVIDIA/gpu-operator v25.10)
@@ -61,7 +62,7 @@ def clean(obj):
 
 def component_of(pod):
     """The component of a pod by its ``app`` label, or None."""
-    return _BY_APP.get(((pod.get('metadata') or {}).get('labels') or {}).get('app'))
+    return _BY_APP.get(labels_of(pod).get('app'))
 
 
 def _ready(pod):
@@ -122,7 +123,7 @@ def config_map_refs(policies):
 def node_record(node):
     """What the archive keeps of a node: name, labels, annotations, taints, cordon, capacity,
     allocatable, conditions, node info; cleaned like every object."""
-    meta, spec, status = node.get('metadata') or {}, node.get('spec') or {}, node.get('status') or {}
+    meta, spec, status = meta_of(node), node.get('spec') or {}, node.get('status') or {}
     record = {'name': meta.get('name'), 'labels': meta.get('labels') or {},
               'annotations': meta.get('annotations') or {}, 'taints': spec.get('taints') or [],
               'unschedulable': bool(spec.get('unschedulable')), 'capacity': status.get('capacity') or {},
@@ -142,7 +143,7 @@ def _clean_record(record):
 
 def _event_time(event):
     return (event.get('lastTimestamp') or event.get('eventTime') or event.get('firstTimestamp')
-            or (event.get('metadata') or {}).get('creationTimestamp') or '')
+            or meta_of(event).get('creationTimestamp') or '')
 
 
 def select_events(namespace_events, node_events, node_names, limit):
@@ -152,7 +153,7 @@ def select_events(namespace_events, node_events, node_names, limit):
     chosen = list(namespace_events) + [e for e in node_events if (e.get('involvedObject') or {}).get('name') in names]
     seen, unique = set(), []
     for event in chosen:
-        uid = (event.get('metadata') or {}).get('uid') or id(event)
+        uid = meta_of(event).get('uid') or id(event)
         if uid not in seen:
             seen.add(uid)
             unique.append(event)

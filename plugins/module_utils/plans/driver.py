@@ -29,6 +29,7 @@ from ansible_collections.gpuops.gpu.plugins.module_utils.common.checks import (
 from ansible_collections.gpuops.gpu.plugins.module_utils.common.merge import deep_merge, get_path
 from ansible_collections.gpuops.gpu.plugins.module_utils.common.names import (
     CLUSTER_POLICY_GROUP, LABEL_PRESENT, NVIDIA_DRIVER, is_managed, managed_by_labels)
+from ansible_collections.gpuops.gpu.plugins.module_utils.common.objects import labels_of, meta_of, name_of
 from ansible_collections.gpuops.gpu.plugins.module_utils.common.selector import selector_matches
 from ansible_collections.gpuops.gpu.plugins.module_utils.plans.cluster_policy import schema_errors
 
@@ -241,7 +242,7 @@ def pool_documents(pools, defaults=None):
 
 
 def _matches(selector, node):
-    labels = ((node or {}).get('metadata') or {}).get('labels') or {}
+    labels = labels_of(node)
     return selector_matches([(k, 'in', [v]) for k, v in sorted(selector.items())], labels)
 
 
@@ -254,7 +255,7 @@ def overlap_errors(selectors, nodes, prefix='gpu_operator_driver_pools'):
         if len(owners) > 1:
             errors.append('%s: node %s is selected by %s; the node selectors of the NVIDIADrivers must not overlap '
                           '(each GPU node gets its driver from exactly one)'
-                          % (prefix, (node.get('metadata') or {}).get('name'), ' and '.join(owners)))
+                          % (prefix, name_of(node), ' and '.join(owners)))
     return errors
 
 
@@ -270,7 +271,7 @@ def stale_drivers(pools, existing):
     """Names of the NVIDIADrivers gpuops.gpu created (managed-by label) whose pool is no longer in
     ``pools``, sorted; an NVIDIADriver without the label is never one of them."""
     declared = set(p.get('name') for p in pools or [] if isinstance(p, dict))
-    metas = [d.get('metadata') or {} for d in existing or []]
+    metas = [meta_of(d) for d in existing or []]
     return sorted(m.get('name') for m in metas
                   if m.get('name') and m.get('name') not in declared and is_managed(m.get('labels')))
 
@@ -287,7 +288,7 @@ def pool_plan(pools, defaults=None, nodes=None, existing=None, crd=None, prefix=
     docs = pool_documents(pools, defaults)
     deletions = stale_drivers(pools, existing)
     schema = spec_schema(crd)
-    by_name = dict(((d.get('metadata') or {}).get('name'), d) for d in existing or [])
+    by_name = dict((name_of(d), d) for d in existing or [])
     for index, doc in enumerate(docs):
         path = '%s[%d] (%s)' % (prefix, index, doc['metadata']['name'])
         if schema:

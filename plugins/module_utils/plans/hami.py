@@ -41,6 +41,7 @@ import re
 from ansible_collections.gpuops.gpu.plugins.module_utils.common.checks import (
     as_number, label_key_errors, label_value_errors, type_name)
 from ansible_collections.gpuops.gpu.plugins.module_utils.common.names import HAMI_RESOURCES
+from ansible_collections.gpuops.gpu.plugins.module_utils.common.objects import annotations_of, labels_of, name_of
 from ansible_collections.gpuops.gpu.plugins.module_utils.gpu import node as gn
 from ansible_collections.gpuops.gpu.plugins.module_utils.plans.cluster_policy import select_policy
 
@@ -52,10 +53,6 @@ LEGACY_ANNOTATIONS = ('gpuops.gpu/hami-release', 'gpuops.gpu/hami-labels')
 POLICY_OPTION = 'hami_cluster_policy_name'
 # "<chart name>-<chart version>", as helm list (and kubernetes.core.helm_info) prints a release's chart
 _CHART_RE = re.compile(r'^(?P<name>.+?)-v?\d+(\.\d+){0,2}([-+][0-9A-Za-z.+-]*)?$')
-
-
-def _meta(obj):
-    return (obj or {}).get('metadata') or {}
 
 
 def device_plugin_enabled(policy):
@@ -90,7 +87,7 @@ def install_plan(config, cluster):
                       "is not false). HAMi's device plugin advertises nvidia.com/gpu too, and two plugins on one node "
                       "fight over the same GPUs. Set hami_disable_operator_device_plugin: true to let this role switch "
                       "the operator's device plugin off (GPU feature discovery, MIG manager and DCGM keep running), or "
-                      "set devicePlugin.enabled: false yourself" % _meta(policy).get('name'))
+                      "set devicePlugin.enabled: false yourself" % name_of(policy))
     known = list(cluster.get('node_names') or [])
     wanted = list(config.get('nodes') or [])
     missing = [n for n in wanted if n not in known]
@@ -104,7 +101,7 @@ def install_plan(config, cluster):
         errors.append('hami_values must not set %s: the role keeps its record of the labelled nodes there' % RECORD_KEY)
     nodes = wanted or known
     record, _record_error = release_record(cluster.get('release'))
-    return {'errors': errors, 'nodes': nodes, 'policy': _meta(policy).get('name') if policy else None,
+    return {'errors': errors, 'nodes': nodes, 'policy': name_of(policy),
             'disable_device_plugin': enabled and bool(config.get('disable_operator_device_plugin')),
             'record': install_record(record, nodes, config.get('node_label')),
             'node_patch': {'labels': config.get('node_label'),
@@ -210,8 +207,8 @@ def hami_pods(pods, hami_nodes):
 def _node_patch(node, keys, value_of=None):
     """The metadata patch that takes ``keys`` (those the node carries; with ``value_of``, only with that value)
     and the annotations of earlier versions off ``node``; {} when there is nothing to take off."""
-    labels = _meta(node).get('labels') or {}
-    annotations = _meta(node).get('annotations') or {}
+    labels = labels_of(node)
+    annotations = annotations_of(node)
     drop = [k for k in keys if k in labels and (value_of is None or labels[k] == value_of.get(k))]
     patch = {}
     if drop:
@@ -233,7 +230,7 @@ def removal_plan(nodes, policies, pods, namespace, release, node_label, release_
     """
     marker = release_marker(namespace, release)
     info = release_info or {}
-    by_name = dict((_meta(n).get('name'), n) for n in nodes or [] if _meta(n).get('name'))
+    by_name = dict((name_of(n), n) for n in nodes or [] if name_of(n))
     errors, notes, patches = [], [], {}
     if info and chart_name(info.get('chart')) != CHART:
         errors.append(_not_hami_error(dict(info, namespace=namespace, name=release)))
@@ -267,7 +264,7 @@ def removal_plan(nodes, policies, pods, namespace, release, node_label, release_
     ok = not errors
     return {'release': marker, 'installed': bool(info), 'nodes': sorted(patches) if ok else [],
             'node_patches': patches if ok else {},
-            'policy': _meta(policy).get('name') if policy is not None else None, 'policy_patch': patch,
+            'policy': name_of(policy), 'policy_patch': patch,
             'pods': in_use, 'notes': notes, 'errors': errors}
 
 
@@ -305,9 +302,9 @@ def reset_release_plan(release_info, namespace, release, plugin_pods, nodes, sco
                  'of gpuops.gpu, or not by gpuops.gpu.hami), and the reset removes only what that record names: %s'
                  % (marker, how))
     else:
-        by_name = dict((_meta(n).get('name'), n) for n in nodes or [] if _meta(n).get('name'))
+        by_name = dict((name_of(n), n) for n in nodes or [] if name_of(n))
         outside = [n for n in record['nodes'] if n in by_name and n not in in_scope
-                   and set(record['node_labels']) & set(_meta(by_name[n]).get('labels') or {})]
+                   and set(record['node_labels']) & set(labels_of(by_name[n]))]
         if outside:
             error = ('HAMi release %s also serves nodes outside the reset (%s): include them (reset_nodes / '
                      'reset_node_selector), %s' % (marker, ', '.join(outside), how))

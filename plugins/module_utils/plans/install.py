@@ -14,7 +14,7 @@ __metaclass__ = type
 from ansible_collections.gpuops.gpu.plugins.module_utils.plans import cluster_policy
 from ansible_collections.gpuops.gpu.plugins.module_utils.plans import driver as driver_plan
 from ansible_collections.gpuops.gpu.plugins.module_utils.common.merge import deep_merge
-from ansible_collections.gpuops.gpu.plugins.module_utils.common.selector import SelectorError, parse_selector
+from ansible_collections.gpuops.gpu.plugins.module_utils.common.selector import selector_errors
 from ansible_collections.gpuops.gpu.plugins.module_utils.common.checks import (
     is_dns_subdomain, label_key_errors, label_value_errors, type_name)
 from ansible_collections.gpuops.gpu.plugins.module_utils.gpu.tolerations import toleration_errors
@@ -33,15 +33,6 @@ def labels_errors(labels, name):
         errors.extend('%s key %s %s' % (name, key, e) for e in label_key_errors(key))
         errors.extend('%s.%s %s' % (name, key, e) for e in label_value_errors(value))
     return errors
-
-
-def selector_errors(selector, name):
-    """Problems in a label selector string (the grammar of common.selector); None/'' is valid."""
-    try:
-        parse_selector(selector)
-    except SelectorError as exc:
-        return ['%s: %s' % (name, exc)]
-    return []
 
 
 def _namespace_errors(value, name):

@@ -19,6 +19,7 @@ import copy
 from ansible_collections.gpuops.gpu.plugins.module_utils.common.merge import deep_merge
 from ansible_collections.gpuops.gpu.plugins.module_utils.common.names import (
     GPU_RESOURCE, LABEL_DP_CONFIG, LABEL_MIG_CONFIG)
+from ansible_collections.gpuops.gpu.plugins.module_utils.common.objects import annotations_of, labels_of, meta_of
 from ansible_collections.gpuops.gpu.plugins.module_utils.gpu.tolerations import tolerates
 
 ACCELERATOR_LABEL = 'cluster-api/accelerator'
@@ -45,20 +46,12 @@ _CLONE_DROP_ANNOTATIONS = (ANN_GPU, ANN_VCPU, ANN_MEMORY, 'machine.openshift.io/
 
 # --- object access ----------------------------------------------------------------------------
 
-def meta(obj):
-    return (obj or {}).get('metadata') or {}
-
-
-def name_of(obj):
-    return meta(obj).get('name')
-
-
 def template_spec(ms):
     return (((ms or {}).get('spec') or {}).get('template') or {}).get('spec') or {}
 
 
 def template_node_labels(ms):
-    return dict((template_spec(ms).get('metadata') or {}).get('labels') or {})
+    return dict(labels_of(template_spec(ms)))
 
 
 def provider_value(ms):
@@ -133,7 +126,7 @@ def provider_zone_region(value):
 
 def clone_machineset(source, name, replicas=0):
     """A new MachineSet copied from ``source``: own name, selector and template label, no status."""
-    md = meta(source)
+    md = meta_of(source)
     annotations = dict((k, v) for k, v in (md.get('annotations') or {}).items()
                        if k not in _CLONE_DROP_ANNOTATIONS and not k.startswith(CAPACITY_PREFIX))
     labels = dict(md.get('labels') or {})
@@ -242,11 +235,11 @@ def _wanted_annotations(entry, labels, taints, current, capacity_annotations):
 
 def _machineset_patch(entry, base, value, labels, taints, capacity_annotations):
     """The merge patch (only what differs) taking ``base`` to the GPU MachineSet."""
-    annotations = dict(meta(base).get('annotations') or {})
+    annotations = dict(annotations_of(base))
     wanted_ann = _wanted_annotations(entry, labels, taints, annotations, capacity_annotations)
     annotations_patch = dict((k, v) for k, v in wanted_ann.items() if annotations.get(k) != v)
     patch = {}
-    if (meta(base).get('labels') or {}).get(ACCELERATOR_LABEL) != entry['accelerator']:
+    if labels_of(base).get(ACCELERATOR_LABEL) != entry['accelerator']:
         patch.setdefault('metadata', {})['labels'] = {ACCELERATOR_LABEL: entry['accelerator']}
     if annotations_patch:
         patch.setdefault('metadata', {})['annotations'] = annotations_patch
@@ -276,7 +269,7 @@ def plan_machineset(entry, name, obj, source, namespace, capacity_annotations, c
     create = obj is None
     base = clone_machineset(source, name, entry.get('replicas') or 0) if create else obj
     value = deep_merge(provider_value(base), entry.get('provider_spec') or {})
-    known_gpus = _known_gpus(entry, meta(base).get('annotations') or {}, create,
+    known_gpus = _known_gpus(entry, annotations_of(base), create,
                              '%s: MachineSet %s' % (path, name), errors, warnings)
     errors.extend(_vgpu_errors(entry, value, path, name, context['vgpu_templates']))
     labels = _desired_node_labels(entry, value)

@@ -21,8 +21,9 @@ __metaclass__ = type
 
 import re
 
-from ansible_collections.gpuops.gpu.plugins.module_utils.common import air_gap, image_ref
+from ansible_collections.gpuops.gpu.plugins.module_utils.common import image_ref
 from ansible_collections.gpuops.gpu.plugins.module_utils.common.checks import is_dns_subdomain, type_name
+from ansible_collections.gpuops.gpu.plugins.module_utils.plans.mirror_air_gap import public_registry_references
 from ansible_collections.gpuops.gpu.plugins.module_utils.plans.mirror_chain import result_fact
 from ansible_collections.gpuops.gpu.plugins.module_utils.plans.mirror_images import collection_images
 from ansible_collections.gpuops.gpu.plugins.module_utils.plans.mirror_openshift import isc_operators, openshift_objects
@@ -91,7 +92,7 @@ def mirror_plan(config, cluster=None):
         checked = list(plan['objects'])
         if plan['cluster_policy_effective']:
             checked.append(plan['cluster_policy_effective'])
-        plan['public_references'] = air_gap.public_registry_references(
+        plan['public_references'] = public_registry_references(
             checked, [r['mirror'] for r in rules] + ([registry] if registry else []))
     plan['result'] = result_fact(plan, config)
     return plan

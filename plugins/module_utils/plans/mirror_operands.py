@@ -18,6 +18,7 @@ import copy
 
 from ansible_collections.gpuops.gpu.plugins.module_utils.common import image_ref
 from ansible_collections.gpuops.gpu.plugins.module_utils.common.merge import deep_merge, get_path, set_path
+from ansible_collections.gpuops.gpu.plugins.module_utils.common.objects import name_of
 
 # ClusterPolicy operands with image fields: spec path -> operator environment variable that
 # supplies the image when the ClusterPolicy names none (clusterpolicy_types.go ImagePath).
@@ -145,5 +146,5 @@ def kubernetes_cluster_policy(plan, config, cluster, rules, operand_images):
     effective = copy.deepcopy(policy)
     effective['spec'] = deep_merge(policy.get('spec') or {}, result['patch'])
     effective.pop('status', None)
-    effective['metadata'] = {'name': (policy.get('metadata') or {}).get('name')}
+    effective['metadata'] = {'name': name_of(policy)}
     plan['cluster_policy_effective'] = effective

@@ -27,6 +27,7 @@ import re
 
 from ansible_collections.gpuops.gpu.plugins.module_utils.common.checks import (
     is_dns_label, is_dns_subdomain, label_key_errors, label_value_errors, type_name, unknown_key_errors)
+from ansible_collections.gpuops.gpu.plugins.module_utils.common.objects import meta_of
 
 METRIC_TYPES = ('gauge', 'counter', 'label')
 FIELD_RE = re.compile(r'^DCGM_(FI|EXP)_[A-Z0-9_]+$')
@@ -266,7 +267,7 @@ def _grafana_operator_checks(plan, config, cluster, namespaces):
                       'monitoring_grafana_operator_namespace' % namespace)
     selector = config.get('grafana_operator_instance_selector')
     for existing in cluster.get('grafana_dashboards') or []:
-        meta = existing.get('metadata') or {}
+        meta = meta_of(existing)
         current = (existing.get('spec') or {}).get('instanceSelector')
         if meta.get('namespace') == namespace and current is not None and _selector(current) != _selector(selector):
             errors.append('GrafanaDashboard %s/%s selects the Grafana instances %s, not %s, and its '

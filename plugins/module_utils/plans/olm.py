@@ -28,8 +28,9 @@ import re
 
 from ansible_collections.gpuops.gpu.plugins.module_utils.common.checks import (
     is_dns_subdomain, label_key_errors, label_value_errors, type_name, unknown_key_errors)
+from ansible_collections.gpuops.gpu.plugins.module_utils.common.objects import annotations_of, meta_of
 from ansible_collections.gpuops.gpu.plugins.module_utils.gpu.tolerations import toleration_errors
-from ansible_collections.gpuops.gpu.plugins.module_utils.k8s.errors import InputError
+from ansible_collections.gpuops.gpu.plugins.module_utils.common.errors import InputError
 
 APPROVALS = ('Automatic', 'Manual')
 INSTALL_MODES = ('OwnNamespace', 'SingleNamespace', 'MultiNamespace', 'AllNamespaces')
@@ -218,26 +219,26 @@ def condition(obj, ctype):
     return None
 
 
+def true_condition_message(obj, ctype, default=None):
+    """The message (else the reason, else ``default``) of the condition ``ctype`` of ``obj`` when it is
+    True, else None."""
+    cond = condition(obj, ctype)
+    if cond and cond.get('status') == 'True':
+        return cond.get('message') or cond.get('reason') or default
+    return None
+
+
 def resolution_error(subscription):
     """The ResolutionFailed message of a Subscription (unknown package/channel/CSV), or None."""
-    cond = condition(subscription, 'ResolutionFailed')
-    if cond and cond.get('status') == 'True':
-        return cond.get('message') or cond.get('reason') or 'ResolutionFailed'
-    return None
+    return true_condition_message(subscription, 'ResolutionFailed', 'ResolutionFailed')
 
 
 def catalog_unhealthy(subscription):
-    cond = condition(subscription, 'CatalogSourcesUnhealthy')
-    if cond and cond.get('status') == 'True':
-        return cond.get('message') or cond.get('reason')
-    return None
+    return true_condition_message(subscription, 'CatalogSourcesUnhealthy')
 
 
 def install_plan_failed(subscription):
-    cond = condition(subscription, 'InstallPlanFailed')
-    if cond and cond.get('status') == 'True':
-        return cond.get('message') or cond.get('reason') or 'InstallPlanFailed'
-    return None
+    return true_condition_message(subscription, 'InstallPlanFailed', 'InstallPlanFailed')
 
 
 # --- InstallPlans ---------------------------------------------------------------------------
@@ -252,7 +253,7 @@ def plan_phase(plan):
 
 def plan_owned_by(plan, subscription_name):
     return any(ref.get('kind') == 'Subscription' and ref.get('name') == subscription_name
-               for ref in (plan.get('metadata') or {}).get('ownerReferences') or [])
+               for ref in meta_of(plan).get('ownerReferences') or [])
 
 
 def subscription_plans(plans, subscription):
@@ -336,7 +337,7 @@ def parse_alm_examples(text):
 
 
 def csv_alm_examples(csv):
-    annotations = ((csv or {}).get('metadata') or {}).get('annotations') or {}
+    annotations = annotations_of(csv)
     return parse_alm_examples(annotations.get('alm-examples'))
 
 

@@ -27,6 +27,7 @@ from ansible_collections.gpuops.gpu.plugins.module_utils.common.checks import (
     Fields, Items, bool_errors, is_dns_label, is_dns_subdomain, one_of, string_errors, type_name)
 from ansible_collections.gpuops.gpu.plugins.module_utils.common.names import (
     GPU_RESOURCE, MIG_RESOURCE_PREFIX, RESOURCE_PREFIX, SHARED_RESOURCE, is_managed, managed_by_labels)
+from ansible_collections.gpuops.gpu.plugins.module_utils.common.objects import labels_of, meta_of
 from ansible_collections.gpuops.gpu.plugins.module_utils.gpu import tolerations as tol
 from ansible_collections.gpuops.gpu.plugins.module_utils.gpu.node import gpu_resources, is_gpu_resource
 from ansible_collections.gpuops.gpu.plugins.module_utils.plans.placement import placement_tolerations
@@ -189,7 +190,7 @@ def _subset(want, have):
 
 
 def _up_to_date(definition, existing):
-    meta, have = definition['metadata'], existing.get('metadata') or {}
+    meta, have = definition['metadata'], meta_of(existing)
     return (_subset(meta.get('labels') or {}, have.get('labels') or {})
             and _subset(meta.get('annotations') or {}, have.get('annotations') or {})
             and _subset(definition['spec'], existing.get('spec') or {}))
@@ -219,7 +220,7 @@ def openshift_ai_plan(config, cluster=None):
                               % (api_version, kind, crd))
         return plan
     profiles = cluster.get('profiles') or []
-    ours = dict((p['metadata']['name'], p) for p in profiles if is_managed(p['metadata'].get('labels')))
+    ours = dict((p['metadata']['name'], p) for p in profiles if is_managed(labels_of(p)))
     plan['kept'] = sorted(p['metadata']['name'] for p in profiles if p['metadata']['name'] not in ours)
     if config.get('state', 'present') == 'absent':
         plan['delete'] = sorted(ours)

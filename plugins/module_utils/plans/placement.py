@@ -27,6 +27,7 @@ import json
 from ansible_collections.gpuops.gpu.plugins.module_utils.common.checks import label_key_errors, suggest, type_name
 from ansible_collections.gpuops.gpu.plugins.module_utils.common.names import (
     CLUSTER_POLICY_API_VERSION, CLUSTER_POLICY_KIND)
+from ansible_collections.gpuops.gpu.plugins.module_utils.common.objects import meta_of
 from ansible_collections.gpuops.gpu.plugins.module_utils.gpu import tolerations as tol
 from ansible_collections.gpuops.gpu.plugins.module_utils.common.merge import get_path
 
@@ -220,7 +221,7 @@ def daemonsets_not_ready_for(daemonsets, taints, owner_kind=None):
     not by time). ``owner_kind`` keeps only DaemonSets owned by that kind (e.g. ClusterPolicy)."""
     waiting = []
     for ds in daemonsets or []:
-        md = ds.get('metadata') or {}
+        md = meta_of(ds)
         if owner_kind and not any(o.get('kind') == owner_kind for o in md.get('ownerReferences') or []):
             continue
         pod = (((ds.get('spec') or {}).get('template') or {}).get('spec') or {})
@@ -303,7 +304,7 @@ def _layer_patch(layer, obj, wanted):
     current tolerations are invalid."""
     _key, kind, api_version, _hint = LAYER_SOURCES[layer]
     path = LAYER_PATHS[layer]
-    md = obj.get('metadata') or {}
+    md = meta_of(obj)
     before = list(get_path(obj, path) or [])
     try:
         after = tol.merge_tolerations(before, wanted, keep_gpu=True)

@@ -21,6 +21,7 @@ from ansible_collections.gpuops.gpu.plugins.module_utils.common.checks import (
     is_dns_label, is_dns_subdomain, is_int, label_key_errors, label_value_errors, type_name, unknown_key_errors)
 from ansible_collections.gpuops.gpu.plugins.module_utils.common.names import (
     GPU_RESOURCE, LABEL_MANAGED_BY, LABEL_REPLICAS, MANAGED_BY, RESOURCE_PREFIX, is_managed, managed_by_labels)
+from ansible_collections.gpuops.gpu.plugins.module_utils.common.objects import meta_of
 from ansible_collections.gpuops.gpu.plugins.module_utils.gpu.quota import (
     LIMITS, REQUESTS, normalise_quota, quota_notes, timeslicing_quota_warnings)
 
@@ -147,7 +148,7 @@ def _selected(entry, path, namespaces, selected, state, errors):
 def _existing_index(existing):
     index = {}
     for quota in existing or []:
-        meta = (quota or {}).get('metadata') or {}
+        meta = meta_of(quota)
         if meta.get('name') and meta.get('namespace'):
             index[(meta['namespace'], meta['name'])] = meta
     return index

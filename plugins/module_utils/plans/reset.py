@@ -17,33 +17,25 @@ __metaclass__ = type
 
 from ansible_collections.gpuops.gpu.plugins.module_utils.common.checks import as_number, type_name
 from ansible_collections.gpuops.gpu.plugins.module_utils.common.names import (
-    ANN_CORDONED_BY_ROLLOUT, ANN_ROLLOUT_TARGET, LABEL_DP_CONFIG, LABEL_MANAGED_BY, LABEL_MIG_CONFIG, LABEL_MIG_STATE,
-    LABEL_REPLICAS, LABEL_SHARING, MANAGED_BY, is_managed)
+    ANN_CORDONED_BY_ROLLOUT, ANN_ROLLOUT_TARGET, DEFAULT_MIG_CONFIG_MAP, LABEL_DP_CONFIG, LABEL_MANAGED_BY,
+    LABEL_MIG_CONFIG, LABEL_MIG_STATE, LABEL_REPLICAS, LABEL_SHARING, MANAGED_BY, is_managed)
+from ansible_collections.gpuops.gpu.plugins.module_utils.common.objects import annotations_of, labels_of, meta_of, name_of
 from ansible_collections.gpuops.gpu.plugins.module_utils.gpu.node import is_gpu_node
 from ansible_collections.gpuops.gpu.plugins.module_utils.plans.cluster_policy import select_policy
 from ansible_collections.gpuops.gpu.plugins.module_utils.plans.hami import reset_release_plan
 
-DEFAULT_MIG_CONFIG_MAP = 'default-mig-parted-config'
 MIG_DISABLED = 'all-disabled'
 OPTION_DEFAULTS = {'mig': True, 'sharing': True, 'cluster_policy': True, 'config_maps': True}
 
 
-def _meta(obj):
-    return (obj or {}).get('metadata') or {}
-
-
-def _labels(obj):
-    return _meta(obj).get('labels') or {}
-
-
 def _target(node):
-    return (_meta(node).get('annotations') or {}).get(ANN_ROLLOUT_TARGET, '')
+    return annotations_of(node).get(ANN_ROLLOUT_TARGET, '')
 
 
 def needs_mig_reset(node):
     """A MIG config other than all-disabled, a state that is not success, or a gpuops MIG rollout left
     unfinished (its node may still be cordoned)."""
-    labels = _labels(node)
+    labels = labels_of(node)
     if _target(node).startswith(LABEL_MIG_CONFIG + '='):
         return True
     if LABEL_MIG_CONFIG not in labels:
@@ -52,12 +44,12 @@ def needs_mig_reset(node):
 
 
 def is_shared(node):
-    labels = _labels(node)
+    labels = labels_of(node)
     return as_number(labels.get(LABEL_REPLICAS, '1'), int, 1) > 1 or labels.get(LABEL_SHARING, 'none') not in ('', 'none')
 
 
 def needs_sharing_reset(node):
-    return (LABEL_DP_CONFIG in _labels(node) or is_shared(node)
+    return (LABEL_DP_CONFIG in labels_of(node) or is_shared(node)
             or _target(node).startswith(LABEL_DP_CONFIG + '='))
 
 
@@ -74,7 +66,7 @@ def reset_plan(nodes, policies, config_maps, scope=None, wanted=None, options=No
     opts = dict(OPTION_DEFAULTS)
     opts.update(options or {})
     errors, notes = [], []
-    by_name = dict((_meta(n)['name'], n) for n in (nodes or []) if isinstance(n, dict) and _meta(n).get('name'))
+    by_name = dict((name_of(n), n) for n in (nodes or []) if isinstance(n, dict) and name_of(n))
     gpu_names = sorted(name for name, n in by_name.items() if is_gpu_node(n) or needs_mig_reset(n)
                        or needs_sharing_reset(n))
     missing = sorted(set(wanted or []) - set(by_name))
@@ -86,7 +78,7 @@ def reset_plan(nodes, policies, config_maps, scope=None, wanted=None, options=No
     policy, _matching, policy_errors = select_policy(policies, '', False, 'reset_cluster_policy_name')
     errors.extend(policy_errors)
     configs = _policy_configs(policy, opts)
-    cms = dict((_meta(c).get('name'), c) for c in (config_maps or []) if _meta(c).get('name'))
+    cms = dict((name_of(c), c) for c in (config_maps or []) if name_of(c))
 
     in_scope = sorted(set(gpu_names if scope is None else [s for s in scope if s in by_name]))
     mig_nodes = [n for n in in_scope if needs_mig_reset(by_name[n])] if opts['mig'] else []
@@ -109,14 +101,14 @@ def reset_plan(nodes, policies, config_maps, scope=None, wanted=None, options=No
         errors.extend(hami_plan['errors'])
         hami_release = hami_plan['release']
     errors.extend(_device_plugin_off_errors(policy, mig_nodes, hami_release))
-    labelled = [n for n in in_scope if LABEL_DP_CONFIG in _labels(by_name[n])] if opts['sharing'] else []
+    labelled = [n for n in in_scope if LABEL_DP_CONFIG in labels_of(by_name[n])] if opts['sharing'] else []
     # after the sharing rollout a node may keep a label naming an unshared profile; it goes once the
     # ClusterPolicy no longer names a device-plugin ConfigMap (or when there is none)
     label_cleanup = labelled if (not configs['dp_cm'] or 'devicePlugin' in policy_patch or not run_sharing) else []
     ok = not errors  # with errors nothing may be written
     return {'errors': errors, 'notes': notes, 'scope': in_scope, 'mig_nodes': mig_nodes if ok else [],
             'sharing_nodes': share_nodes if ok else [], 'run_sharing': run_sharing and ok,
-            'label_cleanup': label_cleanup if ok else [], 'policy': _meta(policy).get('name'),
+            'label_cleanup': label_cleanup if ok else [], 'policy': name_of(policy),
             'policy_patch': policy_patch if ok else {}, 'default_patch': default_patch if ok else {},
             'config_maps_delete': delete if ok else [], 'config_maps_kept': kept,
             'hami_release': hami_release if ok else ''}
@@ -133,7 +125,7 @@ def _device_plugin_off_errors(policy, nodes, hami_release):
     return ["the GPU operator's device plugin is switched off in ClusterPolicy %s (spec.devicePlugin.enabled: false), "
             'so the MIG rollback of %s could not be verified and the nodes would stay cordoned. If HAMi runs here, name its '
             'release with reset_hami_namespace and reset_hami_release_name (and keep reset_hami on); otherwise switch '
-            'the device plugin back on first' % (_meta(policy).get('name'), ', '.join(nodes))]
+            'the device plugin back on first' % (name_of(policy), ', '.join(nodes))]
 
 
 def _policy_configs(policy, opts):
@@ -177,7 +169,7 @@ def _outside_users_errors(outside, configs):
     """The nodes outside the reset that still use a custom config the policy patch would remove."""
     users = []
     for node in outside:
-        name, labels = _meta(node)['name'], _labels(node)
+        name, labels = meta_of(node)['name'], labels_of(node)
         if configs['remove_mig'] and labels.get(LABEL_MIG_CONFIG, MIG_DISABLED) != MIG_DISABLED:
             users.append('%s (%s=%s)' % (name, LABEL_MIG_CONFIG, labels[LABEL_MIG_CONFIG]))
         if configs['remove_dp'] and (labels.get(LABEL_DP_CONFIG) or is_shared(node)):
@@ -195,7 +187,7 @@ def _config_maps_to_delete(configs, cms, notes):
                           (configs['dp_cm'], configs['remove_dp'] and bool(configs['dp_cm']))):
         if not removed or name not in cms:
             continue
-        if is_managed(_labels(cms[name])):
+        if is_managed(labels_of(cms[name])):
             delete.append(name)
         else:
             kept.append(name)
@@ -215,10 +207,10 @@ def reset_pending(nodes, plan):
     cleanup = set(plan.get('label_cleanup') or [])
     pending = []
     for node in nodes or []:
-        name = _meta(node).get('name')
+        name = name_of(node)
         if name not in scope:
             continue
-        labels = _labels(node)
+        labels = labels_of(node)
         if name in mig and needs_mig_reset(node):
             pending.append('%s: %s=%s, state %s' % (name, LABEL_MIG_CONFIG, labels.get(LABEL_MIG_CONFIG),
                                                     labels.get(LABEL_MIG_STATE)))
@@ -227,6 +219,6 @@ def reset_pending(nodes, plan):
                                                           LABEL_SHARING, labels.get(LABEL_SHARING)))
         if name in cleanup and LABEL_DP_CONFIG in labels:
             pending.append('%s: still labelled %s' % (name, LABEL_DP_CONFIG))
-        if (_meta(node).get('annotations') or {}).get(ANN_CORDONED_BY_ROLLOUT) == 'true':
+        if annotations_of(node).get(ANN_CORDONED_BY_ROLLOUT) == 'true':
             pending.append('%s: still cordoned by a gpuops.gpu rollout' % name)
     return pending

@@ -26,6 +26,7 @@ from ansible_collections.gpuops.gpu.plugins.module_utils.common import image_ref
 from ansible_collections.gpuops.gpu.plugins.module_utils.common.checks import as_number, is_dns_label, is_dns_subdomain
 from ansible_collections.gpuops.gpu.plugins.module_utils.common.names import (
     GPU_RESOURCE, LABEL_MANAGED_BY, LABEL_PRODUCT, MANAGED_BY, MIG_RESOURCE_PREFIX, SHARED_RESOURCE)
+from ansible_collections.gpuops.gpu.plugins.module_utils.common.objects import meta_of
 from ansible_collections.gpuops.gpu.plugins.module_utils.gpu.fleet import short_resource
 
 GROUP_BY = ('product', 'resource', 'node')
@@ -247,7 +248,7 @@ def pod_state(pod):
 
 def classify(job, pods, wait_for='completion', stuck=False):
     """(status or None while still running, detail, node) for one case's Job and its pods."""
-    pods = sorted(pods or [], key=lambda p: ((p.get('metadata') or {}).get('creationTimestamp') or ''))
+    pods = sorted(pods or [], key=lambda p: (meta_of(p).get('creationTimestamp') or ''))
     pod = pods[-1] if pods else None
     node = ((pod or {}).get('spec') or {}).get('nodeName')
     conds = _conditions(job)

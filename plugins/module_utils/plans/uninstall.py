@@ -23,6 +23,7 @@ __metaclass__ = type
 
 from ansible_collections.gpuops.gpu.plugins.module_utils.common.checks import is_dns_subdomain, type_name
 from ansible_collections.gpuops.gpu.plugins.module_utils.common.names import LABEL_MANAGED_BY, MANAGED_BY, is_managed
+from ansible_collections.gpuops.gpu.plugins.module_utils.common.objects import labels_of, name_of, namespace_of
 from ansible_collections.gpuops.gpu.plugins.module_utils.gpu import node as gn
 
 METHODS = ('olm', 'helm')
@@ -30,14 +31,6 @@ METHODS = ('olm', 'helm')
 NAME_INPUTS = (('gpu_operator_namespace', 'namespace'), ('nfd_namespace', 'namespace'),
                ('gpu_operator_olm_package', 'object'), ('nfd_olm_package', 'object'),
                ('gpu_operator_helm_release_name', 'object'), ('nfd_helm_release_name', 'object'))
-
-
-def _meta(obj):
-    return (obj or {}).get('metadata') or {}
-
-
-def _name(obj):
-    return _meta(obj).get('name')
 
 
 def input_errors(inputs):
@@ -70,9 +63,9 @@ def gpu_workloads(pods):
 
 
 def _ref(obj, kind, api_version):
-    ref = {'kind': kind, 'api_version': api_version, 'name': _name(obj)}
-    if _meta(obj).get('namespace'):
-        ref['namespace'] = _meta(obj)['namespace']
+    ref = {'kind': kind, 'api_version': api_version, 'name': name_of(obj)}
+    if namespace_of(obj):
+        ref['namespace'] = namespace_of(obj)
     return ref
 
 
@@ -111,7 +104,7 @@ def uninstall_plan(inputs, found=None):
     instances = []
     if with_nfd and inputs['nfd_install_method'] == 'olm':
         instances = sorted((_ref(i, 'NodeFeatureDiscovery', i.get('apiVersion') or 'nfd.openshift.io/v1')
-                            for i in found.get('nfd_instances') or [] if _meta(i).get('namespace') == nfd_ns),
+                            for i in found.get('nfd_instances') or [] if namespace_of(i) == nfd_ns),
                            key=lambda r: r['name'])
     scope = [gpu_ns] + ([nfd_ns] if with_nfd and nfd_ns != gpu_ns else [])
     namespaces, kept, config_maps = _managed_in_scope(found, scope)
@@ -135,19 +128,19 @@ def _managed_in_scope(found, scope):
     kept = []
     namespaces = []
     for ns in found.get('namespaces') or []:
-        if _name(ns) not in scope:
+        if name_of(ns) not in scope:
             continue
-        if is_managed(_meta(ns).get('labels')):
-            namespaces.append(_name(ns))
+        if is_managed(labels_of(ns)):
+            namespaces.append(name_of(ns))
         else:
             kept.append('Namespace %s: not created by gpuops.gpu (no label %s=%s)'
-                        % (_name(ns), LABEL_MANAGED_BY, MANAGED_BY))
+                        % (name_of(ns), LABEL_MANAGED_BY, MANAGED_BY))
     config_maps = []
     for cm in found.get('config_maps') or []:
-        ns = _meta(cm).get('namespace')
+        ns = namespace_of(cm)
         if ns not in scope or ns in namespaces:
             continue  # out of scope, or deleted with its namespace
-        if is_managed(_meta(cm).get('labels')):
+        if is_managed(labels_of(cm)):
             config_maps.append(_ref(cm, 'ConfigMap', 'v1'))
     config_maps.sort(key=lambda r: (r['namespace'], r['name']))
     return namespaces, kept, config_maps
@@ -195,15 +188,15 @@ def olm_removal(subscription, subscriptions, groups, csvs):
         if name and name in present and name not in remove_csvs:
             remove_csvs.append(name)
     notes = []
-    others = sorted(_name(s) for s in subscriptions or [] if _name(s) != _name(subscription))
+    others = sorted(name_of(s) for s in subscriptions or [] if name_of(s) != name_of(subscription))
     group = None
     for og in groups or []:
-        if not is_managed(_meta(og).get('labels')):
+        if not is_managed(labels_of(og)):
             notes.append('OperatorGroup %s kept: not created by gpuops.gpu (no label %s=%s)'
-                         % (_name(og), LABEL_MANAGED_BY, MANAGED_BY))
+                         % (name_of(og), LABEL_MANAGED_BY, MANAGED_BY))
         elif others:
-            notes.append('OperatorGroup %s kept: Subscription(s) %s still use it' % (_name(og), ', '.join(others)))
+            notes.append('OperatorGroup %s kept: Subscription(s) %s still use it' % (name_of(og), ', '.join(others)))
         else:
-            group = _name(og)
-    return {'subscription': _name(subscription) if subscription else None, 'csvs': remove_csvs,
+            group = name_of(og)
+    return {'subscription': name_of(subscription), 'csvs': remove_csvs,
             'operator_group': group, 'notes': notes}

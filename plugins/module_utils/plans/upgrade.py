@@ -31,7 +31,8 @@ from ansible_collections.gpuops.gpu.plugins.module_utils.common import names
 from ansible_collections.gpuops.gpu.plugins.module_utils.common.checks import (
     is_ascii_digits, is_int, type_name, unknown_key_errors)
 from ansible_collections.gpuops.gpu.plugins.module_utils.common.lease import describe, lease_state
-from ansible_collections.gpuops.gpu.plugins.module_utils.common.selector import SelectorError, parse_selector
+from ansible_collections.gpuops.gpu.plugins.module_utils.common.objects import meta_of, name_of
+from ansible_collections.gpuops.gpu.plugins.module_utils.common.selector import selector_errors
 from ansible_collections.gpuops.gpu.plugins.module_utils.plans import olm
 
 LABEL_DRIVER_UPGRADE_STATE = 'nvidia.com/gpu-driver-upgrade-state'
@@ -86,10 +87,7 @@ def _value_errors(key, value, path):
     if key == 'max_unavailable' and (isinstance(value, bool) or not _MAX_UNAVAILABLE.match(str(value))):
         return ["%s must be a node count like 2 or a percentage like '25%%', got %r" % (path, value)]
     if key == 'pod_selector':
-        try:
-            parse_selector(value)
-        except SelectorError as exc:
-            return ['%s: %s' % (path, exc)]
+        return selector_errors(value, path)
     return []
 
 
@@ -150,7 +148,7 @@ def driver_upgrade_states(nodes):
     """``[{'node', 'state'}]`` of the nodes carrying ``nvidia.com/gpu-driver-upgrade-state``, by name."""
     out = []
     for node in nodes or []:
-        md = node.get('metadata') or {}
+        md = meta_of(node)
         state = (md.get('labels') or {}).get(LABEL_DRIVER_UPGRADE_STATE)
         if state is not None:
             out.append({'node': md.get('name'), 'state': state})
@@ -166,8 +164,8 @@ def changes_in_progress(lease, nodes, now):
     if state['state'] == 'held':
         out.append('the rollout lock (Lease %s) is held by %s; wait until that rollout ends'
                    % (names.LOCK_LEASE_NAME, describe(state)))
-    for node in sorted(nodes or [], key=lambda n: (n.get('metadata') or {}).get('name') or ''):
-        md = node.get('metadata') or {}
+    for node in sorted(nodes or [], key=lambda n: name_of(n) or ''):
+        md = meta_of(node)
         ann, labels = md.get('annotations') or {}, md.get('labels') or {}
         target = ann.get(names.ANN_ROLLOUT_TARGET)
         if target or ann.get(names.ANN_ROLLOUT_PHASE):
@@ -186,7 +184,7 @@ def _installed(op):
     """(Subscription, installed CSV name, installed CSV dict or None)."""
     sub = op.get('subscription')
     installed = ((sub or {}).get('status') or {}).get('installedCSV')
-    csv = next((c for c in op.get('csvs') or [] if (c.get('metadata') or {}).get('name') == installed), None)
+    csv = next((c for c in op.get('csvs') or [] if name_of(c) == installed), None)
     return sub, installed, csv
 
 

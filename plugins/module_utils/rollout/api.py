@@ -27,8 +27,9 @@ import datetime
 import threading
 from concurrent.futures import ThreadPoolExecutor
 
+from ansible_collections.gpuops.gpu.plugins.module_utils.common.objects import meta_of, name_of
 from ansible_collections.gpuops.gpu.plugins.module_utils.k8s.client import transport_words
-from ansible_collections.gpuops.gpu.plugins.module_utils.k8s.errors import api_error_message, status_of
+from ansible_collections.gpuops.gpu.plugins.module_utils.common.errors import api_error_message, status_of
 
 EVENT_SOURCE = 'gpuops.gpu'
 FENCE_CALL = 'renew the rollout lock'  # gpuops_call of an error of the fence's renewal
@@ -58,7 +59,7 @@ def _named(what, fn, *args, **kwargs):
 def _version(node):
     """A node's resourceVersion as a number (etcd's revision), None when it is not one."""
     try:
-        return int((node.get('metadata') or {}).get('resourceVersion'))
+        return int(meta_of(node).get('resourceVersion'))
     except (TypeError, ValueError):
         return None
 
@@ -90,7 +91,7 @@ class RolloutApi(object):
     def offer(self, node):
         """A copy of a node just read, written or watched: kept when it is newer than the one known
         (a followed node only; a copy whose resourceVersion is not a number is never kept)."""
-        name = (node.get('metadata') or {}).get('name')
+        name = name_of(node)
         version = _version(node)
         with self._lock:
             if name in self.known and version is not None and version >= (_version(self.known[name]) or -1):
@@ -116,7 +117,7 @@ class RolloutApi(object):
     # ------------------------------------------------------------------ reads
     def list_nodes(self):
         data = self.conn.call(self.conn.core.list_node)
-        self.nodes_version = (data.get('metadata') or {}).get('resourceVersion')
+        self.nodes_version = meta_of(data).get('resourceVersion')
         return data.get('items', [])
 
     def get_node(self, name):
@@ -173,7 +174,7 @@ class RolloutApi(object):
     # ------------------------------------------------------------------ events
     def event(self, node, reason, message, warning=False):
         """A Kubernetes Event on the node: progress visible with `kubectl get events`."""
-        meta = node.get('metadata') or {}
+        meta = meta_of(node)
         body = {
             'metadata': {'generateName': '%s.gpuops-' % meta.get('name'), 'namespace': 'default'},
             'involvedObject': {'kind': 'Node', 'name': meta.get('name'), 'uid': meta.get('uid'), 'apiVersion': 'v1'},

@@ -13,10 +13,11 @@ the restart of operand pods (e.g. the device plugin) after a label change.
 from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
 
+from ansible_collections.gpuops.gpu.plugins.module_utils.common.objects import labels_of, meta_of
 from ansible_collections.gpuops.gpu.plugins.module_utils.gpu import node as gn
 from ansible_collections.gpuops.gpu.plugins.module_utils.common.names import ANN_ROLLOUT_UPDATED
 from ansible_collections.gpuops.gpu.plugins.module_utils.common.selector import selector_matches
-from ansible_collections.gpuops.gpu.plugins.module_utils.k8s.errors import status_of
+from ansible_collections.gpuops.gpu.plugins.module_utils.common.errors import status_of
 from ansible_collections.gpuops.gpu.plugins.module_utils.rollout.api import FENCE_CALL, now_iso
 
 try:
@@ -38,7 +39,7 @@ def selected_pods(pods, pod_selector=None):
     chosen = gn.gpu_pods(pods)
     if pod_selector:
         others = [p for p in pods if gn.pod_is_active(p) and not gn.pod_is_daemonset(p)
-                  and all(((p.get('metadata') or {}).get('labels') or {}).get(k) == v for k, v in pod_selector.items())]
+                  and all(labels_of(p).get(k) == v for k, v in pod_selector.items())]
         names = set(id(p) for p in chosen)
         chosen += [p for p in others if id(p) not in names]
     return chosen
@@ -59,7 +60,7 @@ def label_selector_requirements(selector):
 
 def blocking_pdbs(pod, pdbs):
     """'namespace/name' of the PodDisruptionBudgets that select ``pod`` and allow no disruption."""
-    meta = pod.get('metadata') or {}
+    meta = meta_of(pod)
     labels = meta.get('labels') or {}
     out = []
     for pdb in pdbs:
@@ -131,7 +132,7 @@ def restart_pods(api, node, spec, st):
     # what each deleted pod was (app label) and where its DaemonSet wants it (nodeSelector)
     st['restarting'] = {'namespace': spec['namespace'], 'selector': spec['selector'],
                         'old': sorted(p['metadata']['uid'] for p in pods),
-                        'pods': [((p['metadata'].get('labels') or {}).get('app'),
+                        'pods': [(labels_of(p).get('app'),
                                   (p.get('spec') or {}).get('nodeSelector') or {}) for p in pods]}
     st['restarted'] = [_ref(p) for p in pods if api.delete_pod(p['metadata']['name'], p['metadata']['namespace'])]
     if st['restarted']:
@@ -156,9 +157,9 @@ def restarted(api, node, st):
     off) is not coming back and is not waited for.
     """
     spec = st['restarting']
-    labels = (node.get('metadata') or {}).get('labels') or {}
+    labels = labels_of(node)
     pods = api.selected_pods_on(spec['namespace'], spec['selector'], node['metadata']['name'])
-    ready = [(p['metadata'].get('labels') or {}).get('app') for p in pods
+    ready = [labels_of(p).get('app') for p in pods
              if p['metadata']['uid'] not in spec['old'] and not p['metadata'].get('deletionTimestamp') and _ready(p)]
     missing = [app for app, selector in spec['pods']
                if app not in ready and all(labels.get(k) == v for k, v in selector.items())]

@@ -37,8 +37,9 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 
 from ansible_collections.gpuops.gpu.plugins.module_utils.gpu import node as gn
-from ansible_collections.gpuops.gpu.plugins.module_utils.k8s.errors import InputError, RolloutFailed, status_of
-from ansible_collections.gpuops.gpu.plugins.module_utils.k8s.waiter import Waiter
+from ansible_collections.gpuops.gpu.plugins.module_utils.common.errors import InputError, RolloutFailed, status_of
+from ansible_collections.gpuops.gpu.plugins.module_utils.common.objects import annotations_of, labels_of
+from ansible_collections.gpuops.gpu.plugins.module_utils.common.waiter import Waiter
 from ansible_collections.gpuops.gpu.plugins.module_utils.rollout import drain as dr
 from ansible_collections.gpuops.gpu.plugins.module_utils.rollout.api import RolloutApi, call_words
 from ansible_collections.gpuops.gpu.plugins.module_utils.rollout.batches import plan_batches, window_size
@@ -47,7 +48,7 @@ from ansible_collections.gpuops.gpu.plugins.module_utils.rollout.inputs import r
 from ansible_collections.gpuops.gpu.plugins.module_utils.rollout.lock import LockLost, RolloutLock
 from ansible_collections.gpuops.gpu.plugins.module_utils.rollout.progress import Progress, utc_iso
 from ansible_collections.gpuops.gpu.plugins.module_utils.rollout.node import (
-    ANN_CORDONED, ANN_PHASE, ANN_REASON, ANN_TARGET, FINAL, NodeSteps, annotations, held_elsewhere)
+    ANN_CORDONED, ANN_PHASE, ANN_REASON, ANN_TARGET, FINAL, NodeSteps, held_elsewhere)
 from ansible_collections.gpuops.gpu.plugins.module_utils.rollout.watch import NodeWatch
 
 try:
@@ -103,7 +104,7 @@ class NodeRollout(object):
 
     # ============================================================== planning
     def needs_work(self, node, value):
-        ann = annotations(node)
+        ann = annotations_of(node)
         return (not self.kind.at_target(node, value) or ANN_CORDONED in ann or ANN_PHASE in ann)
 
     def plan(self, assignments, nodes_by_name):
@@ -111,7 +112,7 @@ class NodeRollout(object):
         work = dict((n, v) for n, v in assignments.items() if self.needs_work(nodes_by_name[n], v))
         # a node a killed run left behind (our markers) is finished even if no longer assigned
         for name, node in nodes_by_name.items():
-            ann = annotations(node)
+            ann = annotations_of(node)
             if name in work or name in assignments or ANN_TARGET not in ann:
                 continue
             label, _sep, value = ann[ANN_TARGET].partition('=')
@@ -142,7 +143,7 @@ class NodeRollout(object):
                     'node': name,
                     'from': self.current(node),
                     'to': work[name],
-                    'resume': ANN_TARGET in annotations(node),
+                    'resume': ANN_TARGET in annotations_of(node),
                     'pods_to_evict': ['%s/%s' % (p['metadata']['namespace'], p['metadata']['name']) for p in evict],
                     'blocking_pdbs': sorted(set(b for p in evict for b in dr.blocking_pdbs(p, pdbs))),
                 })
@@ -156,7 +157,7 @@ class NodeRollout(object):
         """The node's value now, as the plan and the result show it (``from``)."""
         if self.kind.name == 'mig':
             return gn.node_gpu_info(node).get('mig_config')
-        return (node['metadata'].get('labels') or {}).get(self.kind.label)
+        return labels_of(node).get(self.kind.label)
 
     # ============================================================== one batch
     def _state(self, name, work, nodes_by_name):

@@ -14,10 +14,11 @@ import time
 
 from ansible_collections.gpuops.gpu.plugins.module_utils.common.checks import (
     is_dns_label, is_dns_subdomain, label_key_errors, label_value_errors, type_name)
+from ansible_collections.gpuops.gpu.plugins.module_utils.common.objects import labels_of
 from ansible_collections.gpuops.gpu.plugins.module_utils.common.ownership import configmap_write_errors
 from ansible_collections.gpuops.gpu.plugins.module_utils.common.selector import parse_selector, selector_matches
 from ansible_collections.gpuops.gpu.plugins.module_utils.gpu.node import is_gpu_node
-from ansible_collections.gpuops.gpu.plugins.module_utils.k8s.errors import InputError
+from ansible_collections.gpuops.gpu.plugins.module_utils.common.errors import InputError
 from ansible_collections.gpuops.gpu.plugins.module_utils.rollout.batches import parse_max_unavailable
 
 MAX_SECONDS = 7 * 24 * 3600  # a week: longer waits are typos (and overflow the thread timers)
@@ -177,7 +178,7 @@ def node_errors(nodes_by_name, names):
         node = nodes_by_name[name]
         if is_gpu_node(node):
             continue
-        labels = (node.get('metadata') or {}).get('labels') or {}
+        labels = labels_of(node)
         role = next((key for key in CONTROL_PLANE_LABELS if key in labels), None)
         errors.append('node %s is %s without NVIDIA GPUs (no nvidia.com/gpu.present=true label, no GPU capacity): leave '
                       'it out of the assignments (narrow the selector, e.g. add nvidia.com/gpu.present=true)'
@@ -241,7 +242,7 @@ def resolve_assignments(assignments, nodes_by_name, value_key):
                 errors.append('%s: %s' % (where, exc))
                 continue
             selected = sorted(n for n, node in nodes_by_name.items()
-                              if selector_matches(requirements, (node.get('metadata') or {}).get('labels')))
+                              if selector_matches(requirements, labels_of(node)))
             if not selected:
                 errors.append("%s: label selector '%s' matches no node" % (where, selector))
             names += selected

@@ -37,9 +37,9 @@ from ansible_collections.gpuops.gpu.plugins.module_utils.common.lease import (
     MAX_DURATION, RENEW_SHARE, busy_message, describe, lease_body, lease_state, lock_info, needs_proof, new_holder,
     takeover_warning)
 from ansible_collections.gpuops.gpu.plugins.module_utils.common.names import LEASE, LOCK_LEASE_NAME
-from ansible_collections.gpuops.gpu.plugins.module_utils.k8s.errors import (
+from ansible_collections.gpuops.gpu.plugins.module_utils.common.errors import (
     InputError, RolloutFailed, api_error_message, status_of)
-from ansible_collections.gpuops.gpu.plugins.module_utils.k8s.waiter import Waiter
+from ansible_collections.gpuops.gpu.plugins.module_utils.common.waiter import Waiter
 from ansible_collections.gpuops.gpu.plugins.module_utils.ops.cluster_policy import list_policies
 
 DEFAULT_DURATION = 120

@@ -14,8 +14,10 @@ import time
 from ansible_collections.gpuops.gpu.plugins.module_utils.gpu.node import (
     LABEL_MIG_CONFIG, LABEL_MIG_STATE, is_gpu_node, vgpu_errors)
 from ansible_collections.gpuops.gpu.plugins.module_utils.gpu.mig_parted import mig_parted_errors
-from ansible_collections.gpuops.gpu.plugins.module_utils.k8s.errors import InputError, RolloutFailed
+from ansible_collections.gpuops.gpu.plugins.module_utils.common.errors import InputError, RolloutFailed
+from ansible_collections.gpuops.gpu.plugins.module_utils.common.names import DEFAULT_MIG_CONFIG_MAP
 from ansible_collections.gpuops.gpu.plugins.module_utils.ops.cluster_policy import read_cluster_policy
+from ansible_collections.gpuops.gpu.plugins.module_utils.plans.cluster_policy import policy_settings
 from ansible_collections.gpuops.gpu.plugins.module_utils.rollout.mig_kind import MigKind
 from ansible_collections.gpuops.gpu.plugins.module_utils.rollout.progress import Progress
 from ansible_collections.gpuops.gpu.plugins.module_utils.rollout.sharing import parse_texts
@@ -31,13 +33,11 @@ try:
 except ImportError:  # pragma: no cover - AnsibleK8SModule reports missing PyYAML
     yaml = None
 
-DEFAULT_CONFIG_MAP = 'default-mig-parted-config'
-
 
 def read_document(conn, config_map, namespace):
     """The mig-parted document, or None for the operator's built-in configs."""
     cm = conn.call_or_none(conn.core.read_namespaced_config_map, config_map, namespace)
-    if cm is None and config_map == DEFAULT_CONFIG_MAP:
+    if cm is None and config_map == DEFAULT_MIG_CONFIG_MAP:
         return None
     if cm is None:
         raise InputError("mig-parted ConfigMap %s/%s not found (ClusterPolicy migManager.config.name names it); "
@@ -58,13 +58,14 @@ def read_document(conn, config_map, namespace):
 
 
 def _kind(conn, params):
-    """(MigKind, ConfigMap name or None for the built-in configs, ClusterPolicy devicePlugin) from the
-    ClusterPolicy, the mig-parted document and the module's overrides."""
+    """(MigKind, ConfigMap name or None for the built-in configs, the device-plugin config ``{name, default}``
+    or None when the device plugin is off) from the ClusterPolicy, the mig-parted document and the module's
+    overrides."""
     policy = read_cluster_policy(conn, params.get('cluster_policy'))
     spec = (policy or {}).get('spec') or {}
-    strategy = params.get('mig_strategy') or (spec.get('mig') or {}).get('strategy') or 'single'
-    config_map = params.get('config_map') or ((spec.get('migManager') or {}).get('config') or {}).get('name') \
-        or DEFAULT_CONFIG_MAP
+    settings = policy_settings(spec, params.get('mig_strategy'))
+    strategy = settings['mig_strategy']
+    config_map = params.get('config_map') or settings['mig_config_map']
     if params.get('config_document') is not None:
         document = params['config_document']
         errors = mig_parted_errors(document)
@@ -72,18 +73,19 @@ def _kind(conn, params):
             raise InputError('config_document is not a valid mig-parted document: ' + '; '.join(errors))
     else:
         document = read_document(conn, config_map, params['operator_namespace'])
+    plugin_off = (spec.get('devicePlugin') or {}).get('enabled') is False
     return MigKind(document, strategy, params.get('mig_catalog_overrides')), \
-        config_map if document is not None else None, spec.get('devicePlugin') or {}
+        config_map if document is not None else None, None if plugin_off else settings['device_plugin_config']
 
 
-def read_sharing(conn, plugin, strategy, namespace, nodes):
+def read_sharing(conn, config, strategy, namespace, nodes):
     """The device-plugin profiles behind the nodes' allocatable: a rollout.sharing_kind.SharingKind over the
-    ConfigMap that ClusterPolicy ``devicePlugin`` (``plugin``) names, read when a node runs one (some node
-    has a nvidia.com/device-plugin.config label, or the ClusterPolicy sets a default); None when no node
-    is shared. A missing ConfigMap reads as one without profiles (MigKind.validate names the nodes)."""
-    config = plugin.get('config') or {}
-    name, default = config.get('name'), config.get('default') or ''
-    if plugin.get('enabled') is False or not name:
+    ConfigMap the ClusterPolicy's device-plugin ``config`` ({name, default}; None when the device plugin is
+    off) names, read when a node runs one (some node has a nvidia.com/device-plugin.config label, or the
+    ClusterPolicy sets a default); None when no node is shared. A missing ConfigMap reads as one without
+    profiles (MigKind.validate names the nodes)."""
+    name, default = (config or {}).get('name'), (config or {}).get('default') or ''
+    if not name:
         return None
     if not (default or any(SharingKind.labels(n).get(SharingKind.label) for n in nodes)):
         return None

@@ -20,6 +20,7 @@ __metaclass__ = type
 
 from ansible_collections.gpuops.gpu.plugins.module_utils.common.checks import is_ascii_digits
 from ansible_collections.gpuops.gpu.plugins.module_utils.common.names import ANN_PHYSICAL_GPUS
+from ansible_collections.gpuops.gpu.plugins.module_utils.common.objects import annotations_of, labels_of
 from ansible_collections.gpuops.gpu.plugins.module_utils.gpu import node as gn
 from ansible_collections.gpuops.gpu.plugins.module_utils.gpu.products import get_product
 from ansible_collections.gpuops.gpu.plugins.module_utils.gpu.geometry import MigGeometryError
@@ -68,9 +69,7 @@ class MigKind(object):
         return self.memo.get(('product', product), get_product, product, self.overrides)
 
     # ------------------------------------------------------------------ node facts
-    @staticmethod
-    def labels(node):
-        return (node.get('metadata') or {}).get('labels') or {}
+    labels = staticmethod(labels_of)  # the node's labels
 
     def product(self, node):
         return gn.base_product(self.labels(node).get(gn.LABEL_PRODUCT))
@@ -78,7 +77,7 @@ class MigKind(object):
     def physical_gpus(self, node):
         """Physical GPUs on the node. In MIG single strategy GFD counts MIG devices, so divide by
         the instances per GPU of the config that is applied; remembered in an annotation."""
-        ann = (node.get('metadata') or {}).get('annotations') or {}
+        ann = annotations_of(node)
         if is_ascii_digits(ann.get(ANN_PHYSICAL_GPUS)):
             return int(ann[ANN_PHYSICAL_GPUS])
         labels = self.labels(node)

@@ -8,7 +8,7 @@ Phases: cordon → drain → label → wait → verify → uncordon → done, or
 gone (the node was deleted during the rollout).
 ``NodeSteps.step(node, st, deadlines)`` advances one node as far as it can go without waiting,
 from the node as just read; ``st`` is the node's result dict (``phase``, ``changed``,
-``evicted``, ``detail``, ...), ``deadlines`` the batch's k8s.waiter.Deadline per (node, phase).
+``evicted``, ``detail``, ...), ``deadlines`` the batch's common.waiter.Deadline per (node, phase).
 
 On the node itself (``gpuops.gpu/`` annotations): the target being applied, the phase reached,
 why it failed, and whether this rollout cordoned it (only then is it uncordoned at the end), so a
@@ -26,6 +26,7 @@ __metaclass__ = type
 import time
 
 from ansible_collections.gpuops.gpu.plugins.module_utils.common import names
+from ansible_collections.gpuops.gpu.plugins.module_utils.common.objects import annotations_of
 from ansible_collections.gpuops.gpu.plugins.module_utils.gpu import node as gn
 from ansible_collections.gpuops.gpu.plugins.module_utils.rollout import drain as dr
 from ansible_collections.gpuops.gpu.plugins.module_utils.rollout.api import now_iso
@@ -39,10 +40,6 @@ ANN_UPDATED = names.ANN_ROLLOUT_UPDATED
 MARKERS = (ANN_TARGET, ANN_PHASE, ANN_REASON, ANN_CORDONED, ANN_UPDATED)
 CLEAR_PAUSE = 2.0  # seconds between removing a label and setting it again (a retry)
 FINAL = ('done', 'failed', 'gone')
-
-
-def annotations(node):
-    return (node.get('metadata') or {}).get('annotations') or {}
 
 
 def target_marker(kind, value):
@@ -60,7 +57,7 @@ def held_elsewhere(kind, nodes_by_name, names):
     markers stay; the other rollout, run again, resumes it."""
     errors = []
     for name in sorted(names):
-        ann = annotations(nodes_by_name[name])
+        ann = annotations_of(nodes_by_name[name])
         label = ann.get(ANN_TARGET, '').partition('=')[0]
         if not label or label == kind.label:
             continue
@@ -103,7 +100,7 @@ def nonzero(resources):
 
 class NodeSteps(object):
     """Advances nodes for ``kind`` through ``api`` (rollout.api.RolloutApi); ``waiter`` (a
-    k8s.waiter.Waiter) makes the deadlines; ``opts`` are the rollout options."""
+    common.waiter.Waiter) makes the deadlines; ``opts`` are the rollout options."""
 
     def __init__(self, api, kind, opts, waiter, log):
         self.api = api
@@ -136,7 +133,7 @@ class NodeSteps(object):
         if not why or (st['phase'] == 'wait' and (st.get('reboot_extended') or (
                 not st.get('restarting') and self.kind.progress(node, st['to'])[0] == 'rebooting'))):
             return False  # a reboot the MIG manager asked for takes the node down for a while
-        if st['phase'] == 'cordon' and annotations(node).get(ANN_TARGET) != target_marker(self.kind, st['to']):
+        if st['phase'] == 'cordon' and annotations_of(node).get(ANN_TARGET) != target_marker(self.kind, st['to']):
             st.update(phase='failed', held=False, reason='node is NotReady (%s) when its batch started; it was not '
                       'touched: bring it back or leave it out of the assignments, then run again' % why)
             return True
@@ -234,7 +231,7 @@ class NodeSteps(object):
     # ------------------------------------------------------------------ node writes
     def cordon(self, node, value, st):
         name = node['metadata']['name']
-        ann = annotations(node)
+        ann = annotations_of(node)
         unschedulable = bool((node.get('spec') or {}).get('unschedulable'))
         patch = {'metadata': {'annotations': {ANN_TARGET: target_marker(self.kind, value), ANN_PHASE: 'cordoned',
                                               ANN_REASON: None, ANN_UPDATED: now_iso()}}}
@@ -276,7 +273,7 @@ class NodeSteps(object):
 
     def finish(self, node, st):
         """Remove the markers; uncordon only a node this rollout cordoned."""
-        ann = annotations(node)
+        ann = annotations_of(node)
         patch = {'metadata': {'annotations': dict((k, None) for k in MARKERS)}}
         if ann.get(ANN_CORDONED) == 'true':
             patch['spec'] = {'unschedulable': False}

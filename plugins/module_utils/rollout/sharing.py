@@ -15,9 +15,10 @@ from ansible_collections.gpuops.gpu.plugins.module_utils.gpu import node as gn
 from ansible_collections.gpuops.gpu.plugins.module_utils.gpu.sharing import sharing_strategy
 from ansible_collections.gpuops.gpu.plugins.module_utils.gpu.sharing_checks import profile_errors
 from ansible_collections.gpuops.gpu.plugins.module_utils.gpu.sharing_render import render_profiles
-from ansible_collections.gpuops.gpu.plugins.module_utils.k8s.errors import InputError, RolloutFailed
-from ansible_collections.gpuops.gpu.plugins.module_utils.k8s.waiter import Waiter
+from ansible_collections.gpuops.gpu.plugins.module_utils.common.errors import InputError, RolloutFailed
+from ansible_collections.gpuops.gpu.plugins.module_utils.common.waiter import Waiter
 from ansible_collections.gpuops.gpu.plugins.module_utils.ops.cluster_policy import read_cluster_policy
+from ansible_collections.gpuops.gpu.plugins.module_utils.plans.cluster_policy import policy_settings
 from ansible_collections.gpuops.gpu.plugins.module_utils.rollout.engine import ANN_TARGET, NodeRollout
 from ansible_collections.gpuops.gpu.plugins.module_utils.rollout.inputs import (
     assignment_errors, check_inputs, finish_result, node_errors, option_errors, plan_errors, refuse,
@@ -111,16 +112,16 @@ def _policy_settings(conn, params):
     if plugin.get('enabled') is False:
         raise InputError("ClusterPolicy %s has devicePlugin.enabled=false: the NVIDIA device plugin does not run, so "
                          "nothing can be shared through it" % policy['metadata']['name'])
-    strategy = params.get('mig_strategy') or (spec.get('mig') or {}).get('strategy') or 'single'
-    plugin_config = plugin.get('config') or {}
-    config_map = params.get('config_map') or plugin_config.get('name') or ''
+    settings = policy_settings(spec, params.get('mig_strategy'))
+    plugin_config = settings['device_plugin_config']
+    config_map = params.get('config_map') or plugin_config['name']
     default_key = params.get('default_profile')
     if default_key is None:
-        default_key = plugin_config.get('default') or ''
+        default_key = plugin_config['default']
     if default_key in RESERVED:
         raise InputError("default profile '%s' is a reserved word (none = unshared, default = follow the "
                          "default); name the profile differently" % default_key)
-    return strategy, config_map, default_key
+    return settings['mig_strategy'], config_map, default_key
 
 
 def _profile_texts(conn, params, strategy, config_map, check_mode):

@@ -30,6 +30,7 @@ __metaclass__ = type
 import hashlib
 
 from ansible_collections.gpuops.gpu.plugins.module_utils.common.names import ANN_DP_CONFIG_HASH, RESTARTED_OPERANDS
+from ansible_collections.gpuops.gpu.plugins.module_utils.common.objects import annotations_of, labels_of
 from ansible_collections.gpuops.gpu.plugins.module_utils.gpu import node as gn
 from ansible_collections.gpuops.gpu.plugins.module_utils.gpu import sharing as sc
 from ansible_collections.gpuops.gpu.plugins.module_utils.gpu.sharing_checks import sharing_config_errors
@@ -101,9 +102,7 @@ class SharingKind(object):
         self.memo = Memo()
 
     # ------------------------------------------------------------------ profiles
-    @staticmethod
-    def labels(node):
-        return (node.get('metadata') or {}).get('labels') or {}
+    labels = staticmethod(labels_of)  # the node's labels
 
     def config(self, key):
         """The config for a key ('' = no config file = {}); None when unknown or unreadable."""
@@ -288,7 +287,7 @@ class SharingKind(object):
     def restart(self, node, value):
         """Pods to restart when the node's plugin runs other content than the target's."""
         target = self.target_hash(node, value)
-        ann = (node.get('metadata') or {}).get('annotations') or {}
+        ann = annotations_of(node)
         if ann.get(ANN_HASH, '') == target:
             return None
         return {'namespace': self.namespace, 'selector': self.restart_selector,

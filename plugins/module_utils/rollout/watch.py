@@ -18,6 +18,8 @@ __metaclass__ = type
 import json
 import threading
 
+from ansible_collections.gpuops.gpu.plugins.module_utils.common.objects import meta_of
+
 try:
     from kubernetes.watch.watch import iter_resp_lines
 except ImportError:  # pragma: no cover - AnsibleK8SModule reports missing kubernetes
@@ -38,7 +40,7 @@ class NodeWatch(object):
     """Follows node changes from ``resource_version`` on, in a daemon thread.
 
     ``follow(names)`` sets the nodes of interest, ``take()`` returns those changed since the last
-    call, ``wait(timeout)`` returns early when one changed (the rollout's k8s.waiter.Waiter wakes
+    call, ``wait(timeout)`` returns early when one changed (the rollout's common.waiter.Waiter wakes
     on it); ``woken`` is the event it sets (the rollout's, shared with its workers). ``cache``
     (offer(node), forget(name)) receives every node copy and deletion seen. ``alive`` is False
     once the watch ended for good (an ERROR event such as 410 Gone, a failed request): the rollout
@@ -100,7 +102,7 @@ class NodeWatch(object):
         return (connect, WATCH_SECONDS + WATCH_READ_SLACK)
 
     def _seen(self, kind, obj):
-        meta = obj.get('metadata') or {}
+        meta = meta_of(obj)
         self.version = meta.get('resourceVersion') or self.version
         if self.cache is not None and kind in ('ADDED', 'MODIFIED'):
             self.cache.offer(obj)

@@ -223,12 +223,16 @@ def _load_trusted(loader, path):
 
 
 def _mig_policy_patch(answers):
-    """The ClusterPolicy patch the mig role writes (its task's own expression), for ``answers``."""
+    """The ClusterPolicy patch the mig role writes for ``answers``: its task writes __mig_policy_patch, the
+    gpuops.gpu.mig_policy_patch filter over __mig_policy_settings (the role's own expressions)."""
+    from ansible_collections.gpuops.gpu.plugins.filter.mig_document import mig_policy_patch
     loader, templar = _role_vars('mig', answers)
-    tasks = _load_trusted(loader, os.path.join(REPO, 'roles', 'mig', 'tasks', 'main.yml'))
-    block = next(t for t in tasks if t.get('block'))['block']
-    task = next(t for t in block if t['name'].startswith('Point the ClusterPolicy'))
-    return templar.template(task['gpuops.gpu.cluster_policy']['overrides'])
+    tasks = _load_trusted(loader, os.path.join(REPO, 'roles', 'mig', 'tasks', 'apply.yml'))
+    task = next(t for t in tasks if t['name'].startswith('apply | Point the ClusterPolicy'))
+    assert task['gpuops.gpu.cluster_policy']['overrides'] == '{{ __mig_policy_patch }}'
+    role_vars = _load_trusted(loader, os.path.join(REPO, 'roles', 'mig', 'vars', 'main.yml'))
+    assert role_vars['__mig_policy_patch'] == '{{ __mig_policy_settings | gpuops.gpu.mig_policy_patch }}'
+    return mig_policy_patch(templar.template(role_vars['__mig_policy_settings']))
 
 
 def test_mig_survey_defaults_patch_nothing_in_the_cluster_policy():
@@ -298,24 +302,12 @@ def test_reset_survey_defaults_plan_nothing_on_a_reset_fleet():
 
 # ------------------------------------------------------------------------------ sharing: the same as mig
 
-def _sharing_templar(answers, **extra):
-    """The sharing role's variables for ``answers`` (+ ``extra`` facts its earlier tasks set), and its tasks."""
-    loader, templar = _role_vars('sharing', answers)
-    from ansible.template import Templar
-    variables = dict(templar.available_variables, **extra)
-    tasks = _load_trusted(loader, os.path.join(REPO, 'roles', 'sharing', 'tasks', 'main.yml'))
-    return Templar(loader=loader, variables=variables), tasks
-
-
 def _sharing_writes(answers):
     """The sharing role's tasks that would write (ConfigMap, ClusterPolicy, rollout), as their ``when`` decides
-    with ``answers``: the node groups come from the role's own expression (its set_fact), on the role's defaults."""
-    templar, tasks = _sharing_templar(answers)
-    facts = next(t for t in tasks if t['name'].startswith('Work out'))['ansible.builtin.set_fact']
-    assignments = templar.template(facts['__sharing_assignments'])
-    templar, tasks = _sharing_templar(answers, __sharing_assignments=assignments)
-    block = next(t for t in tasks if t.get('block'))['block']
-    return [t['name'] for t in block if templar.evaluate_conditional(t['when'])]
+    with ``answers``: the node groups come from the role's own expression (vars/main.yml), on the role's defaults."""
+    loader, templar = _role_vars('sharing', answers)
+    tasks = _load_trusted(loader, os.path.join(REPO, 'roles', 'sharing', 'tasks', 'apply.yml'))
+    return [t['name'] for t in tasks if templar.evaluate_conditional(t['when'])]
 
 
 def test_sharing_survey_defaults_write_nothing():
@@ -324,7 +316,7 @@ def test_sharing_survey_defaults_write_nothing():
     answers = survey_answers(_template('playbooks/sharing.yml'))
     assert _sharing_writes(answers) == [] == _sharing_writes({})
     # the check can fail: a default profile (a survey default that shares every GPU node) rolls out
-    rollout = 'Roll the sharing profiles out to the node groups'
+    rollout = 'apply | Roll the sharing profiles out to the node groups'
     assert _sharing_writes(dict(answers, sharing_default_profile='ts4')) == [rollout]
 
 
@@ -368,9 +360,9 @@ def test_sharing_cluster_policy_patch_changes_nothing_on_a_configured_cluster():
     """The ClusterPolicy patch the sharing role sends (its task's own expression) merged into a ClusterPolicy it
     already configured leaves it as it is."""
     answers = survey_answers(_template('playbooks/sharing.yml'))
-    templar, tasks = _sharing_templar(dict(answers, sharing_profiles=TS4))
-    block = next(t for t in tasks if t.get('block'))['block']
-    task = next(t for t in block if t['name'].startswith('Point the ClusterPolicy'))
+    loader, templar = _role_vars('sharing', dict(answers, sharing_profiles=TS4))
+    tasks = _load_trusted(loader, os.path.join(REPO, 'roles', 'sharing', 'tasks', 'apply.yml'))
+    task = next(t for t in tasks if t['name'].startswith('apply | Point the ClusterPolicy'))
     patch = templar.template(task['gpuops.gpu.cluster_policy']['overrides'])['devicePlugin']
     configured = {'enabled': True, 'config': {'name': 'gpuops-device-plugin-config', 'default': ''}}
     assert patch['config']['name'] == validated('sharing', answers)['sharing_config_map_name']

@@ -43,8 +43,8 @@ def configmap_writes():
 
 def test_the_rollout_configmaps_are_found():
     found = set((path, name) for path, name, _meta in configmap_writes())
-    assert ('roles/mig/tasks/main.yml', 'Write the custom mig-parted ConfigMap') in found
-    assert ('roles/sharing/tasks/main.yml', 'Write the device-plugin ConfigMap (one key per profile)') in found
+    assert ('roles/mig/tasks/apply.yml', 'apply | Write the custom mig-parted ConfigMap') in found
+    assert ('roles/sharing/tasks/apply.yml', 'apply | Write the device-plugin ConfigMap (one key per profile)') in found
 
 
 def test_every_configmap_a_role_creates_is_labelled_managed_by_gpuops():

@@ -12,7 +12,7 @@ import pytest
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.gpuops.gpu.plugins.filter.upgrade import FilterModule
-from ansible_collections.gpuops.gpu.tests.unit.plugins.module_utils.plans.test_upgrade import (
+from ansible_collections.gpuops.gpu.tests.unit.plugins.module_utils.plans.upgrade_data import (
     NEW, NOW, OLD, READY, csv, manifest, node, plan, sub)
 
 FILTERS = FilterModule().filters()

@@ -52,6 +52,22 @@ def test_the_only_one(run_module):
     assert result['namespace'] == 'gpu-operator' and result['state'] == 'ready'
     assert result['errors'] == [] and result['api_found'] is True
     assert custom.calls == [('nvidia.com', 'v1', 'clusterpolicies')] and result['api_requests'] == 1
+    # the effective settings, with the operator's defaults for what the ClusterPolicy leaves unset
+    assert result['mig_strategy'] == 'single' and result['mig_config_map'] == 'default-mig-parted-config'
+    assert result['device_plugin_config'] == {'name': '', 'default': ''}
+
+
+def test_effective_settings_of_the_chosen_one(run_module):
+    chosen = policy('b')
+    chosen['spec'] = {'mig': {'strategy': 'mixed'}, 'migManager': {'config': {'name': 'gpuops-mig-parted-config'}},
+                      'devicePlugin': {'config': {'name': 'gpuops-device-plugin-config', 'default': 'ts-2'}}}
+    code, result = run_module(cluster_policy_info, {'name': 'b', 'mig_strategy': 'none'},
+                              custom=FakeCustom([policy('a'), chosen]))
+    assert code == 1 and 'mig_strategy' in result['msg']  # the info module takes no override
+    code, result = run_module(cluster_policy_info, {'name': 'b'}, custom=FakeCustom([policy('a'), chosen]))
+    assert code == 0
+    assert result['mig_strategy'] == 'mixed' and result['mig_config_map'] == 'gpuops-mig-parted-config'
+    assert result['device_plugin_config'] == {'name': 'gpuops-device-plugin-config', 'default': 'ts-2'}
 
 
 def test_by_name_among_several(run_module):
@@ -70,6 +86,7 @@ def test_several_without_a_name_is_an_error(run_module):
     assert code == 0
     assert result['cluster_policy'] is None and result['name'] == ''
     assert len(result['cluster_policies']) == 2
+    assert result['mig_strategy'] == 'single' and result['device_plugin_config'] == {'name': '', 'default': ''}
     assert result['errors'] == ['more than one ClusterPolicy (found 2: a, b); the GPU operator honours only one: '
                                 'set mig_cluster_policy_name to the one to use']
 

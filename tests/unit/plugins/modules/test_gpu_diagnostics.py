@@ -12,7 +12,7 @@ import json
 import os
 
 from ansible_collections.gpuops.gpu.plugins.modules import gpu_diagnostics
-from ansible_collections.gpuops.gpu.tests.unit.plugins.module_utils.ops.test_diagnostics import (
+from ansible_collections.gpuops.gpu.tests.unit.plugins.module_utils.ops.diagnostics_fakes import (
     PLANTED, FakeCore, FakeCustom)
 
 

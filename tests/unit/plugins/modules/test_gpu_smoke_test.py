@@ -9,8 +9,8 @@ __metaclass__ = type
 import pytest
 
 from ansible_collections.gpuops.gpu.plugins.modules import gpu_smoke_test
-from ansible_collections.gpuops.gpu.tests.unit.plugins.module_utils.plans.test_smoke import FLEET, FakeCluster
-from ansible_collections.gpuops.gpu.tests.unit.plugins.module_utils.plans.test_smoke_fill import FakeScheduler, shared
+from ansible_collections.gpuops.gpu.tests.unit.plugins.module_utils.plans.smoke_fakes import FLEET, FakeCluster
+from ansible_collections.gpuops.gpu.tests.unit.plugins.module_utils.plans.smoke_fakes import FakeScheduler, shared
 
 FILL_FLEET = [shared('t4-0'), shared('t4-1', free=1), shared('t4-2', unschedulable=True),
               shared('a10-0', resource='nvidia.com/gpu.shared', alloc=8, sharing='mps', replicas=8)]

@@ -10,6 +10,7 @@ from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
 
 from ansible_collections.gpuops.gpu.plugins.plugin_utils import rollout_progress as rp
+from ansible_collections.gpuops.gpu.tests.unit.plugins.module_utils.fakes import FakeClock
 
 
 class Display(object):
@@ -20,12 +21,8 @@ class Display(object):
         self.lines.append(text)
 
 
-class Clock(object):
-    def __init__(self):
-        self.now = 1000.0
-
-    def __call__(self):
-        return self.now
+def Clock():
+    return FakeClock(now=1000.0)
 
 
 def data(seq_texts, nodes=None, batch=1):

@@ -10,7 +10,7 @@ __metaclass__ = type
 import pytest
 
 from ansible_collections.gpuops.gpu.plugins.module_utils.common.selector import (
-    SelectorError, parse_selector, selector_matches, selector_text)
+    SelectorError, parse_selector, selector_errors, selector_matches, selector_text)
 
 
 @pytest.mark.parametrize('text,expected', [
@@ -105,3 +105,13 @@ def test_matches(text, labels, expected):
 def test_text_round_trip(text):
     reqs = parse_selector(text)
     assert parse_selector(selector_text(reqs)) == reqs
+
+
+@pytest.mark.parametrize('text', [None, '', 'a=b,!c'])
+def test_selector_errors_none_for_a_valid_selector(text):
+    assert selector_errors(text, 'pod_selector') == []
+
+
+def test_selector_errors_names_the_option():
+    errors = selector_errors('a in (x', 'nfd_gpu_node_selector')
+    assert len(errors) == 1 and errors[0].startswith('nfd_gpu_node_selector: ')

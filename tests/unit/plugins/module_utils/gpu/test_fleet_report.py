@@ -22,7 +22,7 @@ from ansible_collections.gpuops.gpu.plugins.module_utils.gpu import fleet_report
 from ansible_collections.gpuops.gpu.plugins.module_utils.gpu import fleet_report_html as frh
 from ansible_collections.gpuops.gpu.plugins.module_utils.plans import rollout_summary
 from ansible_collections.gpuops.gpu.plugins.module_utils.rollout import progress
-from ansible_collections.gpuops.gpu.tests.unit.plugins.module_utils.gpu.test_fleet import INFOS, SUMMARY, TABLE
+from ansible_collections.gpuops.gpu.tests.unit.plugins.module_utils.gpu.fleet_data import INFOS, SUMMARY, TABLE
 
 FILTER = FilterModule().filters()['gpu_fleet_report']
 FLEET = {'nodes': INFOS, 'summary': SUMMARY}

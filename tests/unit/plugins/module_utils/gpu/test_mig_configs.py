@@ -13,7 +13,7 @@ from ansible_collections.gpuops.gpu.plugins.module_utils.gpu.geometry import Mig
 from ansible_collections.gpuops.gpu.plugins.module_utils.gpu.mig_configs import builtin_config, builtin_document, config_capacity, mig_parted_document
 from ansible_collections.gpuops.gpu.plugins.module_utils.gpu.mig_parted import mig_parted_errors
 from ansible_collections.gpuops.gpu.plugins.module_utils.gpu.products import get_product, product_names
-from ansible_collections.gpuops.gpu.tests.unit.plugins.module_utils.gpu.test_mig_parted import (
+from ansible_collections.gpuops.gpu.tests.unit.plugins.module_utils.gpu.mig_parted_data import (
     GOOD_DOC, _doc, _entry)
 
 A100 = 'NVIDIA-A100-SXM4-40GB'

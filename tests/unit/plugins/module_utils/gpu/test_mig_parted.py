@@ -13,37 +13,14 @@ import pytest
 
 from ansible_collections.gpuops.gpu.plugins.module_utils.gpu.geometry import MigGeometryError
 from ansible_collections.gpuops.gpu.plugins.module_utils.gpu.mig_parted import mig_parted_errors, parse_device_filter
+from ansible_collections.gpuops.gpu.tests.unit.plugins.module_utils.gpu.mig_parted_data import (
+    GOOD_DOC, _DROP, _doc, _entry)
 
 A100 = 'NVIDIA-A100-SXM4-40GB'
 
 
 # --- mig-parted documents -------------------------------------------------------
 
-def _doc(configs):
-    return {'version': 'v1', 'mig-configs': configs}
-
-
-GOOD_DOC = _doc({
-    'all-disabled': [{'devices': 'all', 'mig-enabled': False}],
-    'all-enabled': [{'devices': 'all', 'mig-enabled': True, 'mig-devices': {}}],
-    'all-balanced': [
-        {'device-filter': ['0x20B010DE', '0x20B110DE', '0x20F110DE', '0x20F610DE'], 'devices': 'all',
-         'mig-enabled': True, 'mig-devices': {'1g.5gb': 2, '2g.10gb': 1, '3g.20gb': 1}},
-        {'device-filter': '0x20B710DE', 'devices': 'all', 'mig-enabled': True,
-         'mig-devices': {'1g.6gb': 2, '2g.12gb': 1}},
-        {'device-filter': ['0x233010DE', '0x233110DE', '0x232210DE', '0x20B210DE', '0x20B510DE', '0x20F310DE',
-                           '0x20F510DE', '0x232410DE'], 'devices': 'all', 'mig-enabled': True,
-         'mig-devices': {'1g.10gb': 2, '2g.20gb': 1, '3g.40gb': 1}},
-    ],
-    'split-a100': [
-        {'devices': [0, 1, 2, 3], 'mig-enabled': True, 'mig-devices': {'1g.5gb': 7}},
-        {'devices': [4, 5], 'mig-enabled': True, 'mig-devices': {'3g.20gb': 2}},
-        {'devices': [6, 7], 'mig-enabled': False},
-    ],
-    'with-subsystem': [{'device-filter': '0x20B010DE:0x145010DE', 'devices': 'all', 'mig-enabled': True,
-                        'mig-devices': {'1g.5gb+me': 1, '1g.5gb': 6}}],
-    'null-devices-disabled': [{'devices': 'all', 'mig-enabled': False, 'mig-devices': None}],
-})
 
 GOOD_PRODUCTS = {
     'all-balanced': ['NVIDIA-A100-SXM4-40GB', 'NVIDIA-A30', 'NVIDIA-H100-80GB-HBM3', 'NVIDIA-A100-80GB-PCIe'],
@@ -61,19 +38,6 @@ def test_good_document():
 def test_good_document_product_string_shorthand():
     assert mig_parted_errors(GOOD_DOC, {'split-a100': 'NVIDIA-A100-SXM4-40GB'}) == []
 
-
-def _entry(**fields):
-    entry = {'devices': 'all', 'mig-enabled': True, 'mig-devices': {'1g.5gb': 7}}
-    for key, value in fields.items():
-        key = key.replace('_', '-')
-        if value is _DROP:
-            entry.pop(key)
-        else:
-            entry[key] = value
-    return entry
-
-
-_DROP = object()
 
 BAD_DOCS = [
     (['version', 'v1'], None, 'mig-parted config must be a mapping, got list'),

@@ -12,40 +12,8 @@ import pytest
 from ansible_collections.gpuops.gpu.plugins.module_utils.gpu.sharing import (
     effective_mig_strategy, is_mig_resource, mps_max_replicas, normalise_resource_name, parse_compute_capability,
     replicas_by_resource, sharing_strategy)
-
-
-def _ts(replicas, name='nvidia.com/gpu', **block):
-    block['resources'] = [{'name': name, 'replicas': replicas}]
-    return {'version': 'v1', 'sharing': {'timeSlicing': block}}
-
-
-def _mps(replicas, name='nvidia.com/gpu', **block):
-    block['resources'] = [{'name': name, 'replicas': replicas}]
-    return {'version': 'v1', 'sharing': {'mps': block}}
-
-
-# Seed configs (the seed's "cluster-wide time-slicing", "MPS" and "MIG + time-slicing" recipes).
-TS_T4 = _ts(4)
-TS_A100 = _ts(10)
-MPS_10_RENAMED = _mps(10, renameByDefault=True)
-MIG_MIXED_TS = {
-    'version': 'v1',
-    'flags': {'migStrategy': 'mixed'},
-    'sharing': {'timeSlicing': {'resources': [
-        {'name': 'nvidia.com/gpu', 'replicas': 2},
-        {'name': 'nvidia.com/mig-1g.5gb', 'replicas': 2},
-        {'name': 'nvidia.com/mig-2g.10gb', 'replicas': 2},
-        {'name': 'nvidia.com/mig-3g.20gb', 'replicas': 3},
-        {'name': 'nvidia.com/mig-7g.40gb', 'replicas': 7},
-    ]}},
-}
-SEEDS = [TS_T4, TS_A100, MPS_10_RENAMED, MIG_MIXED_TS]
-PROFILES = {
-    'time-sliced-4': TS_T4,
-    'time-sliced-10': TS_A100,
-    'mps-10': MPS_10_RENAMED,
-    'unshared': {},
-}
+from ansible_collections.gpuops.gpu.tests.unit.plugins.module_utils.gpu.sharing_data import (
+    MIG_MIXED_TS, MPS_10_RENAMED, TS_A100, TS_T4, _ts)
 
 
 # --- strategy -------------------------------------------------------------------------------

@@ -11,7 +11,7 @@ import pytest
 
 from ansible_collections.gpuops.gpu.plugins.module_utils.gpu.sharing_checks import profile_errors, sharing_config_errors, sharing_config_warnings
 from ansible_collections.gpuops.gpu.plugins.module_utils.gpu.sharing_checks import mps_root_errors
-from ansible_collections.gpuops.gpu.tests.unit.plugins.module_utils.gpu.test_sharing import MPS_10_RENAMED, PROFILES, SEEDS, TS_T4, _mps, _ts
+from ansible_collections.gpuops.gpu.tests.unit.plugins.module_utils.gpu.sharing_data import MPS_10_RENAMED, PROFILES, SEEDS, TS_T4, _mps, _ts
 
 
 # --- valid configs --------------------------------------------------------------------------

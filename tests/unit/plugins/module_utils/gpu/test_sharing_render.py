@@ -15,7 +15,7 @@ import yaml
 from ansible_collections.gpuops.gpu.plugins.module_utils.gpu.sharing_checks import sharing_config_errors
 from ansible_collections.gpuops.gpu.plugins.module_utils.gpu.sharing_render import (
     expected_labels, render_config, render_profiles, sanitise_product, sharing_capacity)
-from ansible_collections.gpuops.gpu.tests.unit.plugins.module_utils.gpu.test_sharing import (
+from ansible_collections.gpuops.gpu.tests.unit.plugins.module_utils.gpu.sharing_data import (
     MIG_MIXED_TS, MPS_10_RENAMED, PROFILES, TS_A100, TS_T4, _ts)
 
 

@@ -14,7 +14,7 @@ import threading
 import pytest
 
 from ansible_collections.gpuops.gpu.plugins.module_utils.k8s import client
-from ansible_collections.gpuops.gpu.plugins.module_utils.k8s.errors import ApiError
+from ansible_collections.gpuops.gpu.plugins.module_utils.common.errors import ApiError
 
 
 class Resp(object):

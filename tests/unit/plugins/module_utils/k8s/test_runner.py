@@ -9,7 +9,8 @@ __metaclass__ = type
 
 import pytest
 
-from ansible_collections.gpuops.gpu.plugins.module_utils.k8s import client, errors, runner
+from ansible_collections.gpuops.gpu.plugins.module_utils.common import errors
+from ansible_collections.gpuops.gpu.plugins.module_utils.k8s import client, runner
 
 kubernetes = pytest.importorskip('kubernetes')
 

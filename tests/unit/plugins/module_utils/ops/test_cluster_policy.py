@@ -16,6 +16,7 @@ import pytest
 from ansible_collections.gpuops.gpu.plugins.module_utils.common.merge import deep_merge
 from ansible_collections.gpuops.gpu.plugins.module_utils.k8s.client import Connection
 from ansible_collections.gpuops.gpu.plugins.module_utils.ops import cluster_policy as cpc
+from ansible_collections.gpuops.gpu.tests.unit.plugins.module_utils.fakes import FakeClock
 
 kubernetes = pytest.importorskip('kubernetes')
 ApiException = kubernetes.client.rest.ApiException
@@ -86,17 +87,6 @@ class FakeCustom(object):
         self.policies.pop(name)
 
 
-class Clock(object):
-    def __init__(self):
-        self.now = 0.0
-
-    def __call__(self):
-        return self.now
-
-    def sleep(self, seconds):
-        self.now += seconds
-
-
 def params(**kw):
     base = {'name': None, 'alm_examples': None, 'base': None, 'overrides': {}, 'tolerations': [], 'replace': False,
             'state': 'present', 'wait': True, 'wait_timeout': 30, 'poll_interval': 1.0}
@@ -105,7 +95,7 @@ def params(**kw):
 
 
 def apply(custom, check_mode=False, **kw):
-    clock = Clock()
+    clock = FakeClock()
     result = cpc.PolicyApply(Connection(custom=custom), params(**kw), check_mode, sleep=clock.sleep, clock=clock).run()
     return result, clock
 
@@ -176,6 +166,31 @@ def test_a_second_cluster_policy_is_refused():
     custom = FakeCustom([stored(name='cluster-policy')])
     with pytest.raises(cpc.InputError, match='ClusterPolicy cluster-policy already exists'):
         apply(custom, name='gpu-cluster-policy', alm_examples=ALM)
+
+
+def test_patched_changes_the_one_picked_among_several_and_removes_fields():
+    custom = FakeCustom([stored(name='a'), stored(name='b')])
+    change = {'mig': {'strategy': 'single'}, 'operator': {'defaultRuntime': None}}  # None: remove the field
+    with pytest.raises(cpc.InputError, match='ClusterPolicy b already exists'):
+        apply(custom, name='a', overrides=change)  # present: never beside another one
+    result, clock = apply(custom, name='a', state='patched', overrides=change, wait=False)
+    assert [c[:2] for c in custom.calls] == [('patch', 'All'), ('patch', None)]
+    assert custom.calls[-1][2] == {'spec': change}
+    assert result['changed'] and not result['created'] and clock.now == 0
+    assert custom.policies['a']['spec'] == {'operator': {}, 'mig': {'strategy': 'single'}}
+    assert custom.policies['b']['spec'] == stored()['spec']
+    assert result['diff']['before']['spec']['operator'] == {'defaultRuntime': 'crio'}
+    assert result['diff']['after']['spec']['operator'] == {}
+    result, _clock = apply(custom, name='a', state='patched', overrides=change, wait=False)
+    assert result['changed'] is False and len(custom.calls) == 2  # the second run writes nothing
+
+
+@pytest.mark.parametrize('check_mode', [False, True])
+def test_patched_never_creates(check_mode):
+    custom = FakeCustom([stored(name='b')])
+    with pytest.raises(cpc.InputError, match=r'ClusterPolicy a not found \(state patched .*nothing was changed'):
+        apply(custom, check_mode=check_mode, name='a', state='patched', overrides={'mig': {'strategy': 'single'}})
+    assert custom.calls == [] and sorted(custom.policies) == ['b']
 
 
 def test_missing_crd():

@@ -10,7 +10,7 @@ __metaclass__ = type
 import pytest
 
 from ansible_collections.gpuops.gpu.plugins.module_utils.ops import olm_remove
-from ansible_collections.gpuops.gpu.tests.unit.plugins.module_utils.ops.test_olm import (
+from ansible_collections.gpuops.gpu.tests.unit.plugins.module_utils.ops.olm_fakes import (
     NS, PINNED, Clock, Store, install, params)
 
 

@@ -223,3 +223,27 @@ def test_only_one_cluster_policy():
     policies = [{'metadata': {'name': 'cluster-policy'}}]
     assert 'ClusterPolicy cluster-policy already exists' in cp.other_policy_error(policies, 'gpu-cluster-policy')
     assert cp.other_policy_error(policies, 'cluster-policy') is None
+
+
+@pytest.mark.parametrize('spec, override, expected', [
+    # nothing set (or no ClusterPolicy at all): the operator's defaults
+    (None, None, ('single', '', '', 'default-mig-parted-config')),
+    ({}, None, ('single', '', '', 'default-mig-parted-config')),
+    ({'mig': None, 'devicePlugin': {'config': None}, 'migManager': {'config': {'name': ''}}}, None,
+     ('single', '', '', 'default-mig-parted-config')),
+    # what the ClusterPolicy sets
+    ({'mig': {'strategy': 'mixed'}, 'devicePlugin': {'enabled': True, 'config': {'name': 'dp', 'default': 'ts-4'}},
+      'migManager': {'config': {'name': 'gpuops-mig-parted-config'}}}, None,
+     ('mixed', 'dp', 'ts-4', 'gpuops-mig-parted-config')),
+    (EXAMPLE['spec'], None, ('single', '', '', 'default-mig-parted-config')),
+    # an explicit strategy wins over the ClusterPolicy's; an empty one does not
+    ({'mig': {'strategy': 'mixed'}}, 'single', ('single', '', '', 'default-mig-parted-config')),
+    ({'mig': {'strategy': 'mixed'}}, '', ('mixed', '', '', 'default-mig-parted-config')),
+    ({'devicePlugin': {'config': {'name': 'dp'}}}, 'none', ('none', 'dp', '', 'default-mig-parted-config')),
+])
+def test_policy_settings(spec, override, expected):
+    settings = cp.policy_settings(spec, override)
+    assert sorted(settings) == ['device_plugin_config', 'mig_config_map', 'mig_strategy']
+    assert (settings['mig_strategy'], settings['device_plugin_config']['name'],
+            settings['device_plugin_config']['default'], settings['mig_config_map']) == expected
+    assert sorted(settings['device_plugin_config']) == ['default', 'name']

@@ -9,7 +9,7 @@ __metaclass__ = type
 
 import copy
 
-from ansible_collections.gpuops.gpu.plugins.module_utils.common.air_gap import public_registry_references
+from ansible_collections.gpuops.gpu.plugins.module_utils.plans.mirror_air_gap import public_registry_references
 from ansible_collections.gpuops.gpu.plugins.module_utils.common.merge import deep_merge
 from ansible_collections.gpuops.gpu.plugins.module_utils.plans.mirror import csv_operand_images, mirror_plan
 from ansible_collections.gpuops.gpu.plugins.module_utils.plans.mirror_operands import OPERANDS, cluster_policy_mirror_patch

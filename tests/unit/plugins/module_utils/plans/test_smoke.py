@@ -6,7 +6,6 @@
 from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
 
-import json
 
 import pytest
 
@@ -16,24 +15,9 @@ from ansible_collections.gpuops.gpu.plugins.filter.smoke import FilterModule as 
 from ansible_collections.gpuops.gpu.plugins.module_utils.plans import smoke as S
 from ansible_collections.gpuops.gpu.plugins.module_utils.k8s.client import Connection
 from ansible_collections.gpuops.gpu.plugins.module_utils.ops.smoke import SmokeRunner
-
-
-def node(name, product, alloc, free=None, capacity=None, unschedulable=False, ready=True):
-    return {'name': name, 'product_label': product, 'allocatable': dict(alloc),
-            'capacity': dict(capacity if capacity is not None else alloc),
-            'free': dict(free if free is not None else alloc), 'unschedulable': unschedulable, 'ready': ready}
-
-
-FLEET = [
-    node('a100-0', 'NVIDIA-A100-SXM4-40GB', {'nvidia.com/mig-1g.5gb': 14, 'nvidia.com/mig-3g.20gb': 4}),
-    node('a100-1', 'NVIDIA-A100-SXM4-40GB-MIG-1g.5gb', {'nvidia.com/gpu': 56}, free={'nvidia.com/gpu': 50}),
-    node('h100-0', 'NVIDIA-H100-80GB-HBM3', {'nvidia.com/gpu': 8}),
-    node('h100-1', 'NVIDIA-H100-80GB-HBM3', {'nvidia.com/gpu': 8}, free={'nvidia.com/gpu': 0}),
-    node('t4-0', 'Tesla-T4-SHARED', {'nvidia.com/gpu': 4}, unschedulable=True),
-    node('l40s-0', 'NVIDIA-L40S', {'nvidia.com/gpu': 4}, free={'nvidia.com/gpu': 0}),
-    node('l4-0', 'NVIDIA-L4', {'nvidia.com/gpu': 0}, capacity={'nvidia.com/gpu': 1}),
-    node('rtx-0', 'NVIDIA-RTX-A6000', {'nvidia.com/gpu.shared': 8}, ready=False),
-]
+from ansible_collections.gpuops.gpu.tests.unit.plugins.module_utils.fakes import FakeClock
+from ansible_collections.gpuops.gpu.tests.unit.plugins.module_utils.plans.smoke_fakes import (
+    FLEET, FakeCluster, FakeResponse, node, smoke_settings)
 
 
 def by_key(cases):
@@ -166,77 +150,9 @@ def test_check_log_and_table():
 
 # --- the runner with a fake API -----------------------------------------------------------------
 
-class FakeResponse(object):
-    def __init__(self, data):
-        self.data = json.dumps(data).encode() if not isinstance(data, str) else data.encode()
-
-
-class FakeApiError(Exception):
-    def __init__(self, status, message='boom'):
-        super(FakeApiError, self).__init__(message)
-        self.status = status
-        self.reason = 'Error'
-        self.body = json.dumps({'message': message})
-
-
-class FakeCluster(object):
-    """Jobs complete after `polls` list calls; pods carry the job-name label; logs optional."""
-
-    def __init__(self, outcome='Complete', polls=1, logs=True, fail_create=(), pod_phase='Succeeded'):
-        self.jobs = {}
-        self.outcome = outcome
-        self.polls = polls
-        self.logs = logs
-        self.fail_create = fail_create
-        self.pod_phase = pod_phase
-        self.deleted = []
-        self.lists = 0
-
-    # batch
-    def create_namespaced_job(self, namespace, body, _preload_content=False):
-        if body['metadata']['name'] in self.fail_create:
-            raise FakeApiError(403, 'exceeded quota')
-        self.jobs[body['metadata']['name']] = body
-
-    def list_namespaced_job(self, namespace, label_selector=None, _preload_content=False):
-        self.lists += 1
-        items = []
-        for name, body in self.jobs.items():
-            conditions = [{'type': self.outcome, 'status': 'True', 'reason': 'x'}] if self.lists > self.polls else []
-            items.append({'metadata': {'name': name}, 'status': {'conditions': conditions}})
-        return FakeResponse({'items': items})
-
-    def delete_namespaced_job(self, name, namespace, **kwargs):
-        self.deleted.append(name)
-        self.jobs.pop(name, None)
-
-    # core
-    def list_namespaced_pod(self, namespace, label_selector=None, _preload_content=False):
-        phase = self.pod_phase if self.lists > self.polls else 'Running'
-        return FakeResponse({'items': [
-            {'metadata': {'name': name + '-abcde', 'labels': {'batch.kubernetes.io/job-name': name},
-                          'creationTimestamp': '2026-01-01T00:00:00Z'},
-             'spec': {'nodeName': 'h100-0'}, 'status': {'phase': phase}} for name in self.jobs]})
-
-    def read_namespaced_pod_log(self, name, namespace, tail_lines=None, _preload_content=False):
-        if not self.logs:
-            raise FakeApiError(502, 'no kubelet')
-        return FakeResponse('[Vector addition of 50000 elements]\nTest PASSED\nDone\n')
-
-
-class Clock(object):
-    def __init__(self):
-        self.t = 0.0
-
-    def __call__(self):
-        return self.t
-
-    def sleep(self, seconds):
-        self.t += seconds
-
 
 def run(cluster, **kwargs):
-    clock = Clock()
+    clock = FakeClock()
     cases = [c for c in S.plan_cases(FLEET) if c['status'] == S.PLANNED]
     manifests = [S.job_manifest(c, 'smoke', 'img', 'r1') for c in cases]
     runner = SmokeRunner(Connection(core=cluster, batch=cluster), 'smoke', 'r1', clock=clock, sleep=clock.sleep,
@@ -296,12 +212,6 @@ def test_runner_reports_why_the_job_has_no_pod():
 
 
 # --- the role's settings (smoke_test_input_errors) ----------------------------------------------
-
-def smoke_settings(**extra):
-    out = {'image': 'nvcr.io/nvidia/k8s/cuda-sample:vectoradd-cuda12.5.0-ubuntu22.04', 'namespace': 'gpuops-smoke-test',
-           'timeout': 300, 'stuck_timeout': 120, 'poll_interval': 2, 'resources': [], 'exclude_resources': []}
-    out.update(extra)
-    return out
 
 
 def test_role_settings_valid():

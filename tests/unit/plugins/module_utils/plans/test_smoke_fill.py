@@ -12,16 +12,9 @@ from ansible_collections.gpuops.gpu.plugins.module_utils.plans import smoke as S
 from ansible_collections.gpuops.gpu.plugins.module_utils.plans import smoke_fill as F
 from ansible_collections.gpuops.gpu.plugins.module_utils.k8s.client import Connection
 from ansible_collections.gpuops.gpu.plugins.module_utils.ops.smoke import FillRunner
-from ansible_collections.gpuops.gpu.tests.unit.plugins.module_utils.plans.test_smoke import (
-    Clock, FakeApiError, FakeResponse, smoke_settings)
-
-
-def shared(name, resource='nvidia.com/gpu', alloc=4, free=None, sharing='time-slicing', replicas=4, **extra):
-    out = {'name': name, 'product_label': 'Tesla-T4-SHARED', 'sharing_strategy': sharing, 'replicas': replicas,
-           'allocatable': {resource: alloc}, 'capacity': {resource: alloc},
-           'free': {resource: alloc if free is None else free}, 'unschedulable': False, 'ready': True}
-    out.update(extra)
-    return out
+from ansible_collections.gpuops.gpu.tests.unit.plugins.module_utils.fakes import FakeClock
+from ansible_collections.gpuops.gpu.tests.unit.plugins.module_utils.plans.smoke_fakes import (
+    FakeScheduler, shared, smoke_settings)
 
 
 FLEET = [
@@ -127,43 +120,9 @@ def test_fill_table():
 
 # --- the fill runner against a fake scheduler -----------------------------------------------------
 
-class FakeScheduler(object):
-    """Binds created pods to their node while it has units left (``units`` per node), the rest Unschedulable;
-    ``leak`` binds one pod too many per node."""
-
-    def __init__(self, units, leak=False, fail_create=False):
-        self.units = dict(units)
-        self.leak = leak
-        self.fail_create = fail_create
-        self.pods = {}
-        self.deleted = []
-        self.deleted_bound = []
-
-    def create_namespaced_pod(self, namespace, body, _preload_content=False):
-        if self.fail_create:
-            raise FakeApiError(403, 'forbidden: unable to validate against any security context constraint')
-        node = body['spec']['affinity']['nodeAffinity']['requiredDuringSchedulingIgnoredDuringExecution'][
-            'nodeSelectorTerms'][0]['matchFields'][0]['values'][0]
-        used = sum(1 for p in self.pods.values() if p['spec'].get('nodeName') == node)
-        pod = {'metadata': dict(body['metadata']), 'spec': {}, 'status': {'phase': 'Pending'}}
-        if used < self.units.get(node, 0) + (1 if self.leak else 0):
-            pod['spec']['nodeName'] = node
-            pod['status']['phase'] = 'Running'
-        else:
-            pod['status']['conditions'] = [{'type': 'PodScheduled', 'status': 'False', 'reason': 'Unschedulable'}]
-        self.pods[body['metadata']['name']] = pod
-
-    def list_namespaced_pod(self, namespace, label_selector=None, _preload_content=False):
-        key, value = label_selector.split('=')
-        return FakeResponse({'items': [p for p in self.pods.values() if p['metadata']['labels'].get(key) == value]})
-
-    def delete_namespaced_pod(self, name, namespace, **kwargs):
-        self.deleted.append(name)
-        self.deleted_bound.append(bool(self.pods.pop(name)['spec'].get('nodeName')))
-
 
 def fill_run(cluster, nodes, **kwargs):
-    clock = Clock()
+    clock = FakeClock()
     cases = [c for c in F.plan_fill(nodes) if c['status'] == S.PLANNED]
     manifests = [F.fill_pod_manifests(c, 'smoke', 'img', 'r1-fill') for c in cases]
     runner = FillRunner(Connection(core=cluster), 'smoke', 'r1-fill', clock=clock, sleep=clock.sleep,

@@ -13,38 +13,8 @@ import pytest
 
 from ansible_collections.gpuops.gpu.plugins.module_utils.common.lease import format_time
 from ansible_collections.gpuops.gpu.plugins.module_utils.plans import upgrade
-
-OLD = 'gpu-operator-certified.v25.10.1'
-MID = 'gpu-operator-certified.v26.3.3'
-NEW = 'gpu-operator-certified.v26.7.0'
-NS = 'nvidia-gpu-operator'
-NOW = 1800000000.0
-
-
-def sub(installed=OLD, approval='Manual'):
-    return {'metadata': {'name': 'gpu-operator-certified', 'namespace': NS},
-            'spec': {'name': 'gpu-operator-certified', 'channel': 'stable', 'source': 'certified-operators',
-                     'sourceNamespace': 'openshift-marketplace', 'installPlanApproval': approval,
-                     'startingCSV': OLD},
-            'status': {'installedCSV': installed, 'currentCSV': NEW, 'state': 'UpgradePending'}}
-
-
-def csv(name=OLD, phase='Succeeded', version=None, reason=''):
-    return {'metadata': {'name': name}, 'spec': {'version': version or upgrade.csv_version_of(name)},
-            'status': {'phase': phase, 'reason': reason}}
-
-
-def plan(name, csvs, approved=False, phase='RequiresApproval'):
-    return {'metadata': {'name': name, 'ownerReferences': [{'kind': 'Subscription', 'name': 'gpu-operator-certified'}]},
-            'spec': {'approval': 'Manual', 'approved': approved, 'clusterServiceVersionNames': csvs},
-            'status': {'phase': phase}}
-
-
-def manifest(entries=(OLD, MID, NEW)):
-    return {'metadata': {'name': 'gpu-operator-certified', 'labels': {'catalog': 'certified-operators'}},
-            'status': {'packageName': 'gpu-operator-certified', 'defaultChannel': 'stable', 'catalogSource':
-                       'certified-operators', 'channels': [{'name': 'stable', 'currentCSV': entries[-1], 'entries': [
-                           {'name': e, 'version': upgrade.csv_version_of(e)} for e in reversed(entries)]}]}}
+from ansible_collections.gpuops.gpu.tests.unit.plugins.module_utils.plans.upgrade_data import (
+    MID, NEW, NOW, NS, OLD, READY, csv, manifest, node, plan, sub)
 
 
 def op(target=NEW, **kw):
@@ -55,10 +25,6 @@ def op(target=NEW, **kw):
            'operator_groups': [{'metadata': {'name': NS}, 'spec': {'targetNamespaces': [NS]}}]}
     out.update(kw)
     return out
-
-
-READY = {'cluster_policy': {'metadata': {'name': 'gpu-cluster-policy'}, 'status': {'state': 'ready'}},
-         'name': 'gpu-cluster-policy', 'state': 'ready', 'errors': []}
 
 
 def request(*ops, **kw):
@@ -150,10 +116,6 @@ def lease(renewed, holder='run-1', duration=60):
     return {'metadata': {'annotations': {'gpuops.gpu/lock-purpose': 'mig_rollout of 2 nodes'}},
             'spec': {'holderIdentity': holder, 'leaseDurationSeconds': duration,
                      'acquireTime': format_time(renewed), 'renewTime': format_time(renewed)}}
-
-
-def node(name, annotations=None, labels=None):
-    return {'metadata': {'name': name, 'annotations': annotations or {}, 'labels': labels or {}}}
 
 
 def test_a_held_rollout_lock_stops_the_upgrade_a_stale_one_does_not():

@@ -13,6 +13,9 @@ import copy
 import json
 
 from kubernetes.client.rest import ApiException
+from ansible_collections.gpuops.gpu.plugins.module_utils.k8s.client import Connection
+from ansible_collections.gpuops.gpu.plugins.module_utils.rollout.engine import NodeRollout
+from ansible_collections.gpuops.gpu.plugins.module_utils.rollout.inputs import rollout_argument_spec
 
 LABEL = 'example.com/config'
 
@@ -183,3 +186,17 @@ class FakeKind(object):
 
     def expected_allocatable(self, node, value):
         return {}
+
+
+def opts(**kw):
+    base = dict((k, v['default']) for k, v in rollout_argument_spec('config').items() if 'default' in v)
+    base.update(poll_interval=0.01, state_timeout=5, reboot_timeout=5, retry_stuck=False, check_mode=False)
+    base.update(kw)
+    return base
+
+
+def rollout(api, **kw):
+    conn = Connection(core=api, policy=api, custom=api)
+    engine = NodeRollout(conn, FakeKind(), opts(**kw))
+    nodes = dict((n['metadata']['name'], n) for n in engine.list_nodes())
+    return conn, engine, nodes

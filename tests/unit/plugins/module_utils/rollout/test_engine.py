@@ -12,14 +12,11 @@ import pytest
 
 pytest.importorskip('kubernetes')
 
-from ansible_collections.gpuops.gpu.plugins.module_utils.k8s.client import Connection  # noqa: E402
-from ansible_collections.gpuops.gpu.plugins.module_utils.k8s.errors import RolloutFailed  # noqa: E402
+from ansible_collections.gpuops.gpu.plugins.module_utils.common.errors import RolloutFailed  # noqa: E402
 from ansible_collections.gpuops.gpu.plugins.module_utils.rollout import node as rn  # noqa: E402
-from ansible_collections.gpuops.gpu.plugins.module_utils.rollout.engine import NodeRollout  # noqa: E402
-from ansible_collections.gpuops.gpu.plugins.module_utils.rollout.inputs import (  # noqa: E402
-    check_inputs, resolve_assignments, rollout_argument_spec)
-from ansible_collections.gpuops.gpu.tests.unit.plugins.module_utils.rollout.fake_api import (  # noqa: E402
-    LABEL, FakeApi, FakeKind, api_error, gpu_pod, node)
+from ansible_collections.gpuops.gpu.plugins.module_utils.rollout.inputs import check_inputs, resolve_assignments  # noqa: E402
+from ansible_collections.gpuops.gpu.tests.unit.plugins.module_utils.rollout.fake_api import LABEL, FakeApi, api_error, gpu_pod, node  # noqa: E402
+from ansible_collections.gpuops.gpu.tests.unit.plugins.module_utils.rollout.fake_api import rollout
 
 
 def labelled(name, **labels):
@@ -77,20 +74,6 @@ def test_check_inputs_collects_max_unavailable():
     with pytest.raises(Exception, match=r'nothing was changed; fix these first: bad \| max_unavailable'):
         check_inputs(['bad'], {'max_unavailable': '0%'}, 3)
     check_inputs([], {'max_unavailable': 1}, 0)
-
-
-def opts(**kw):
-    base = dict((k, v['default']) for k, v in rollout_argument_spec('config').items() if 'default' in v)
-    base.update(poll_interval=0.01, state_timeout=5, reboot_timeout=5, retry_stuck=False, check_mode=False)
-    base.update(kw)
-    return base
-
-
-def rollout(api, **kw):
-    conn = Connection(core=api, policy=api, custom=api)
-    engine = NodeRollout(conn, FakeKind(), opts(**kw))
-    nodes = dict((n['metadata']['name'], n) for n in engine.list_nodes())
-    return conn, engine, nodes
 
 
 def test_batches_cordon_evict_label_uncordon():

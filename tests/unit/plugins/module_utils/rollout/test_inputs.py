@@ -12,7 +12,7 @@ __metaclass__ = type
 
 import pytest
 
-from ansible_collections.gpuops.gpu.plugins.module_utils.k8s.errors import InputError
+from ansible_collections.gpuops.gpu.plugins.module_utils.common.errors import InputError
 from ansible_collections.gpuops.gpu.plugins.module_utils.rollout import inputs
 from ansible_collections.gpuops.gpu.plugins.module_utils.rollout.inputs import (
     MAX_SECONDS, assignment_errors, labels_errors, node_errors, option_errors, plan_errors, refuse,
@@ -221,13 +221,13 @@ class TestModulesRefuseBeforeReading(object):
 
     def conn(self, nodes=None):
         from ansible_collections.gpuops.gpu.plugins.module_utils.k8s.client import Connection
-        from ansible_collections.gpuops.gpu.tests.unit.plugins.module_utils.rollout import test_sharing_kind as tsk
+        from ansible_collections.gpuops.gpu.tests.unit.plugins.module_utils.rollout import sharing_fakes as tsk
         fake = tsk.FakeConn(nodes or tsk.NODES, tsk.policy(), tsk.render_profiles(tsk.PROFILES))
         return Connection(core=fake, custom=fake, policy=fake)
 
     def run(self, conn, **changes):
         from ansible_collections.gpuops.gpu.plugins.module_utils.rollout import sharing
-        from ansible_collections.gpuops.gpu.tests.unit.plugins.module_utils.rollout.test_sharing_kind import PARAMS
+        from ansible_collections.gpuops.gpu.tests.unit.plugins.module_utils.rollout.sharing_fakes import PARAMS
         params = dict(PARAMS, assignments=[{'nodes': ['t4-0'], 'profile': 'ts-4'}])
         params.update(changes)
         with pytest.raises(InputError) as exc:
@@ -243,7 +243,7 @@ class TestModulesRefuseBeforeReading(object):
         assert 'assignments is empty' in msg
 
     def test_control_plane_and_not_ready_nodes(self):
-        from ansible_collections.gpuops.gpu.tests.unit.plugins.module_utils.rollout import test_sharing_kind as tsk
+        from ansible_collections.gpuops.gpu.tests.unit.plugins.module_utils.rollout import sharing_fakes as tsk
         nodes = dict(tsk.NODES)
         nodes['cp-0'] = {'metadata': {'name': 'cp-0', 'labels': {'node-role.kubernetes.io/master': ''}},
                          'spec': {}, 'status': {}}

@@ -16,37 +16,27 @@ import pytest
 from ansible_collections.gpuops.gpu.plugins.module_utils.common.lease import format_time
 from ansible_collections.gpuops.gpu.plugins.module_utils.common.names import ANN_LOCK_PURPOSE
 from ansible_collections.gpuops.gpu.plugins.module_utils.k8s.client import Connection
-from ansible_collections.gpuops.gpu.plugins.module_utils.k8s.errors import InputError, RolloutFailed
+from ansible_collections.gpuops.gpu.plugins.module_utils.common.errors import InputError, RolloutFailed
 from ansible_collections.gpuops.gpu.plugins.module_utils.rollout import lock as rl
 from ansible_collections.gpuops.gpu.plugins.module_utils.rollout.engine import NodeRollout
 from ansible_collections.gpuops.gpu.plugins.module_utils.rollout.inputs import rollout_argument_spec
 from ansible_collections.gpuops.gpu.tests.unit.plugins.module_utils.rollout.fake_api import (
     LABEL, FakeApi, FakeKind, api_error, node)
+from ansible_collections.gpuops.gpu.tests.unit.plugins.module_utils.fakes import FakeClock
 
 NS = 'gpu-operator'
 KEY = (NS, 'gpuops-gpu-rollout')
 T0 = 1767225600.0
 
 
-class Clock(object):
-    """Wall clock and sleep in one; ``on_sleep`` runs at each pause (another run acting meanwhile)."""
+class Clock(FakeClock):
+    """The fake clock as the lock's wall clock (from T0) and monotonic clock; every pause moves it."""
 
     def __init__(self, now=T0, on_sleep=None):
-        self.now = now
-        self.on_sleep = on_sleep
-        self.sleeps = 0
-
-    def __call__(self):
-        return self.now
+        super(Clock, self).__init__(now, on_sleep, least=0.01)
 
     def monotonic(self):  # advances with the wall clock here
         return self.now - T0 + 1000.0
-
-    def sleep(self, seconds):
-        self.sleeps += 1
-        self.now += max(seconds, 0.01)
-        if self.on_sleep:
-            self.on_sleep(self)
 
 
 def make(api, clock, holder=None, joined=False, duration=120, log=None):
@@ -76,9 +66,9 @@ def test_a_second_run_waits_and_takes_the_lock_once_released():
     api, logs = FakeApi([]), []
     first = make(api, Clock(), holder='first')
     first.acquire()
-    clock = Clock(on_sleep=lambda c: c.sleeps == 3 and first.release())
+    clock = Clock(on_sleep=lambda c: len(c.sleeps) == 3 and first.release())
     state = make(api, clock, holder='second', log=logs.append).acquire(timeout=30, interval=1)
-    assert state['state'] == 'free' and clock.sleeps == 3
+    assert state['state'] == 'free' and len(clock.sleeps) == 3
     assert lease(api)['spec']['holderIdentity'] == 'second'
     assert len(logs) == 1 and 'waiting up to 30s' in logs[0] and 'first@ctl' in logs[0]
 

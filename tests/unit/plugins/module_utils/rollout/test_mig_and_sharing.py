@@ -21,7 +21,7 @@ from ansible_collections.gpuops.gpu.plugins.module_utils.rollout import sharing 
 from ansible_collections.gpuops.gpu.plugins.module_utils.rollout.mig_kind import MigKind
 from ansible_collections.gpuops.gpu.plugins.module_utils.rollout.node import held_elsewhere
 from ansible_collections.gpuops.gpu.plugins.module_utils.rollout.sharing_kind import SharingKind
-from ansible_collections.gpuops.gpu.tests.unit.plugins.module_utils.rollout.test_sharing_kind import (
+from ansible_collections.gpuops.gpu.tests.unit.plugins.module_utils.rollout.sharing_fakes import (
     PARAMS as SHARING_PARAMS, FakeConn, mps, policy, render_profiles, ts)
 
 A100 = 'NVIDIA-A100-SXM4-40GB'

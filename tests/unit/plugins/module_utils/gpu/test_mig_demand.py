@@ -2,7 +2,7 @@
 # Copyright: (c) 2026, gpuops.gpu contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""Tests for the MIG demand planner (plugins/module_utils/plans/mig_demand.py, mig_demand_pool.py,
+"""Tests for the MIG demand planner (plugins/module_utils/gpu/mig_demand.py, mig_demand_pool.py,
 mig_demand_search.py).
 
 Optimality is checked against an exhaustive search written independently of the planner: every
@@ -22,8 +22,8 @@ from ansible_collections.gpuops.gpu.plugins.module_utils.gpu.geometry import Mig
 from ansible_collections.gpuops.gpu.plugins.module_utils.gpu.mig_configs import builtin_document, config_capacity
 from ansible_collections.gpuops.gpu.plugins.module_utils.gpu.mig_parted import mig_parted_errors
 from ansible_collections.gpuops.gpu.plugins.module_utils.gpu.products import get_product, product_names
-from ansible_collections.gpuops.gpu.plugins.module_utils.plans import mig_demand as md
-from ansible_collections.gpuops.gpu.plugins.module_utils.plans import mig_demand_pool as pool
+from ansible_collections.gpuops.gpu.plugins.module_utils.gpu import mig_demand as md
+from ansible_collections.gpuops.gpu.plugins.module_utils.gpu import mig_demand_pool as pool
 
 A100 = 'NVIDIA-A100-SXM4-40GB'
 H100 = 'NVIDIA-H100-80GB-HBM3'

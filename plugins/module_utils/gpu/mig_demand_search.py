@@ -4,7 +4,7 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 """MIG demand planner, the search: counts of nodes per (group, target) that minimise (shortfall, changes,
 pods). A greedy first plan, an LP-dual lower bound, and a branch and bound. Pure, no I/O; used by
-plans/mig_demand.py (method and bound: docs/mig.md#mig-from-demand)."""
+gpu/mig_demand.py (method and bound: docs/mig.md#mig-from-demand)."""
 
 from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type

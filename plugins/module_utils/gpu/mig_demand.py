@@ -23,15 +23,16 @@ __metaclass__ = type
 
 from ansible_collections.gpuops.gpu.plugins.module_utils.common.checks import is_int, type_name
 from ansible_collections.gpuops.gpu.plugins.module_utils.common.names import GPU_RESOURCE, MIG_RESOURCE_PREFIX
+from ansible_collections.gpuops.gpu.plugins.module_utils.common.objects import meta_of
 from ansible_collections.gpuops.gpu.plugins.module_utils.gpu.fleet import short_resource
 from ansible_collections.gpuops.gpu.plugins.module_utils.gpu.mig_parted import document_errors
 from ansible_collections.gpuops.gpu.plugins.module_utils.gpu.node import pod_gpu_requests, pod_key
 from ansible_collections.gpuops.gpu.plugins.module_utils.gpu.products import MigCatalogError, product_names
 from ansible_collections.gpuops.gpu.plugins.module_utils.gpu.quota import REQUESTS, normalise_quota
 from ansible_collections.gpuops.gpu.plugins.module_utils.gpu.sharing import SHARED_SUFFIX
-from ansible_collections.gpuops.gpu.plugins.module_utils.plans.mig_demand_pool import (
+from ansible_collections.gpuops.gpu.plugins.module_utils.gpu.mig_demand_pool import (
     ConfigOptions, add_resources, build_groups, positive, split_pool)
-from ansible_collections.gpuops.gpu.plugins.module_utils.plans.mig_demand_search import Search, greedy, plan_cost
+from ansible_collections.gpuops.gpu.plugins.module_utils.gpu.mig_demand_search import Search, greedy, plan_cost
 
 BUSY_POLICIES = ('keep', 'if_room', 'any')
 STRATEGIES = ('mixed', 'single')
@@ -167,7 +168,7 @@ def _quota_limits(quota):
     """(namespace, scoped, {resource: hard count}, errors, 'ResourceQuota ns/name') of one ResourceQuota, for
     the resources the planner plans (nvidia.com/gpu, nvidia.com/mig-*; not the .shared or HAMi ones), keys as
     gpu/quota.py normalises them."""
-    meta, spec = quota.get('metadata') or {}, quota.get('spec') or {}
+    meta, spec = meta_of(quota), quota.get('spec') or {}
     where = 'ResourceQuota %s/%s' % (meta.get('namespace'), meta.get('name'))
     hard, errors = normalise_quota(spec.get('hard') or {})
     limits = {}

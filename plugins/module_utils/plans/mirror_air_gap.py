@@ -2,7 +2,7 @@
 # Copyright: (c) 2026, gpuops.gpu contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""The air-gap check: every place in a set of Kubernetes objects that still names a public
+"""The mirror's air-gap check: every place in a set of Kubernetes objects that still names a public
 registry. Pure, no I/O.
 """
 
@@ -13,6 +13,7 @@ import re
 
 from ansible_collections.gpuops.gpu.plugins.module_utils.common.image_ref import (
     DOCKER_HUB, SCHEME_RE, is_host_name, is_public_host, is_registry_host, is_under)
+from ansible_collections.gpuops.gpu.plugins.module_utils.common.objects import meta_of
 
 # Characters that cannot be part of an image reference: they separate references in free text
 # (command lines, JSON in annotations, config files).
@@ -28,7 +29,7 @@ _MIRROR_SOURCE_PATHS = {
 
 
 def _object_label(obj):
-    md = obj.get('metadata') or {}
+    md = meta_of(obj)
     name = md.get('name', '?')
     if md.get('namespace'):
         name = '%s/%s' % (md['namespace'], name)

@@ -17,13 +17,13 @@ import pytest
 
 pytest.importorskip('kubernetes')
 
-from ansible_collections.gpuops.gpu.plugins.module_utils.k8s.errors import RolloutFailed  # noqa: E402
+from ansible_collections.gpuops.gpu.plugins.module_utils.common.errors import RolloutFailed  # noqa: E402
 from ansible_collections.gpuops.gpu.plugins.module_utils.rollout import node as rn  # noqa: E402
 from ansible_collections.gpuops.gpu.plugins.module_utils.rollout.api import call_words  # noqa: E402
 from ansible_collections.gpuops.gpu.plugins.module_utils.rollout.faults import Outage, transient  # noqa: E402
 from ansible_collections.gpuops.gpu.tests.unit.plugins.module_utils.rollout.fake_api import (  # noqa: E402
     LABEL, FakeApi, FakeKind, api_error, node)
-from ansible_collections.gpuops.gpu.tests.unit.plugins.module_utils.rollout.test_engine import rollout  # noqa: E402
+from ansible_collections.gpuops.gpu.tests.unit.plugins.module_utils.rollout.fake_api import rollout  # noqa: E402
 
 
 def not_ready(name, **kw):

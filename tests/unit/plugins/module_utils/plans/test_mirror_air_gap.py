@@ -7,7 +7,7 @@
 from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
 
-from ansible_collections.gpuops.gpu.plugins.module_utils.common.air_gap import public_registry_references
+from ansible_collections.gpuops.gpu.plugins.module_utils.plans.mirror_air_gap import public_registry_references
 
 DIGEST = 'sha256:' + 'ab' * 32
 MIRROR = 'mirror.example.com:8443'

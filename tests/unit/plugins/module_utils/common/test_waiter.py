@@ -12,24 +12,12 @@ import time
 
 import pytest
 
-from ansible_collections.gpuops.gpu.plugins.module_utils.k8s.waiter import Deadline, Waiter
-
-
-class Clock(object):
-    def __init__(self):
-        self.now = 0.0
-        self.sleeps = []
-
-    def __call__(self):
-        return self.now
-
-    def sleep(self, seconds):
-        self.sleeps.append(seconds)
-        self.now += seconds
+from ansible_collections.gpuops.gpu.plugins.module_utils.common.waiter import Deadline, Waiter
+from ansible_collections.gpuops.gpu.tests.unit.plugins.module_utils.fakes import FakeClock
 
 
 def test_deadline():
-    clock = Clock()
+    clock = FakeClock()
     deadline = Deadline(5, clock)
     assert not deadline.passed() and deadline.left() == 5
     clock.now = 5
@@ -41,14 +29,14 @@ def test_deadline():
 
 
 def test_until_returns_the_first_result_and_pauses_in_between():
-    clock = Clock()
+    clock = FakeClock()
     answers = iter([None, None, 'ready'])
     assert Waiter(2, sleep=clock.sleep, clock=clock).until(lambda: next(answers), 60) == 'ready'
     assert clock.sleeps == [2, 2]
 
 
 def test_until_calls_on_timeout_after_a_last_check():
-    clock = Clock()
+    clock = FakeClock()
     calls = []
 
     def check():
@@ -62,13 +50,13 @@ def test_until_calls_on_timeout_after_a_last_check():
 
 
 def test_falsy_results_other_than_none_end_the_wait():
-    clock = Clock()
+    clock = FakeClock()
     assert Waiter(1, sleep=clock.sleep, clock=clock).until(lambda: [], 10) == []
     assert clock.sleeps == []
 
 
 def test_errors_of_check_and_on_timeout_go_up():
-    clock = Clock()
+    clock = FakeClock()
     waiter = Waiter(1, sleep=clock.sleep, clock=clock)
 
     def refused():

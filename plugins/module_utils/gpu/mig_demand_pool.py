@@ -3,7 +3,7 @@
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
 """MIG demand planner, the pool: the configs each node can take (and their capacity), the nodes that stay,
-and groups of alike nodes. Pure, no I/O; used by plans/mig_demand.py."""
+and groups of alike nodes. Pure, no I/O; used by gpu/mig_demand.py."""
 
 from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
