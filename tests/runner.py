@@ -3,7 +3,10 @@
 and a final ``N passed, N failed`` line (tests counted across stages). Exit status 1 when any stage
 fails. Run it with the project's virtualenv Python (the Makefile does).
 
-Stages: lint, sanity, unit, package, integration, molecule (default: all, in that order).
+Stages: lint, sanity, unit, package, integration, molecule (default: all). When integration runs, the
+other stages run beside it in a second lane (lint, sanity, unit, package, then molecule once the virtual
+cluster's binaries are built): the integration files wait on their clusters a tenth of the time, and the
+second lane fills that. A stage of the second lane prints its output in one piece when it ends.
 """
 
 import hashlib
@@ -14,6 +17,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import xml.etree.ElementTree as ET
 
@@ -29,8 +33,19 @@ COLL = os.path.join(COLL_ROOT, 'ansible_collections', 'gpuops', 'gpu')
 ALL_STAGES = ['lint', 'sanity', 'unit', 'package', 'integration', 'molecule']
 
 
+LANE = threading.local()  # .out: the file a stage of the second lane writes its output to
+BINARIES_BUILT = threading.Event()  # set by the integration stage once the virtual cluster's binaries exist
+PRINT_LOCK = threading.Lock()
+
+
 def log(msg):
-    print(msg, flush=True)
+    out = getattr(LANE, 'out', None)
+    if out is not None:
+        out.write(msg + '\n')
+        out.flush()
+        return
+    with PRINT_LOCK:
+        print(msg, flush=True)
 
 
 def env(**extra):
@@ -47,12 +62,16 @@ def env(**extra):
 
 def run(cmd, cwd=REPO, extra_env=None, capture=False):
     log('$ ' + ' '.join(cmd))
+    out = getattr(LANE, 'out', None)
     if capture:
         p = subprocess.run(cmd, cwd=cwd, env=env(**(extra_env or {})), text=True,
                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-        sys.stdout.write(p.stdout)
-        sys.stdout.flush()
+        (out or sys.stdout).write(p.stdout)
+        (out or sys.stdout).flush()
         return p.returncode, p.stdout
+    if out is not None:
+        return subprocess.run(cmd, cwd=cwd, env=env(**(extra_env or {})), stdout=out,
+                              stderr=subprocess.STDOUT).returncode, ''
     return subprocess.run(cmd, cwd=cwd, env=env(**(extra_env or {}))).returncode, ''
 
 
@@ -384,14 +403,17 @@ def stage_integration():
             rc, _ = run(['bash', script])
             if rc != 0:
                 return 0, 1
+    BINARIES_BUILT.set()
     # each test file brings up its own virtual cluster: files run side by side, GPUOPS_IT_WORKERS at a time
     workers = os.environ.get('GPUOPS_IT_WORKERS', '2')
     # the files in the order conftest.py gives them (the longest of the last run first), not xdist's
-    return run_pytest('tests/integration', ['--timeout', '900'] + (
+    return run_pytest('tests/integration', ['--timeout', '900', '--durations', '25'] + (
         ['-n', workers, '--dist', 'loadfile', '--no-loadscope-reorder'] if workers not in ('0', '1') else []))
 
 
 def stage_molecule():
+    if 'integration' in RUNNING:  # the scenarios' clusters need the binaries the integration stage builds
+        BINARIES_BUILT.wait()
     scen = os.path.join(REPO, 'extensions', 'molecule')
     names = sorted(d for d in os.listdir(scen) if os.path.isfile(os.path.join(scen, d, 'molecule.yml'))) \
         if os.path.isdir(scen) else []
@@ -444,21 +466,56 @@ def main(argv):
         shutil.rmtree(BUILD, ignore_errors=True)
 
 
+RUNNING = set()  # the stages of this run
+
+
+def run_stage(name, results):
+    """Run one stage, timed; its (name, result, seconds) goes to ``results``. A stage that crashes failed."""
+    log('\n==================== stage: %s ====================' % name)
+    start = time.monotonic()
+    try:
+        res = STAGES[name]()
+    except Exception as exc:  # a broken stage is a failed stage, never a silent pass
+        log('stage %s crashed: %r' % (name, exc))
+        res = (0, 1)
+    results[name] = (res, time.monotonic() - start)
+    log('==================== stage %s ended after %.0fs ====================' % (name, time.monotonic() - start))
+
+
+def second_lane(names, results):
+    """The stages beside integration, one after the other; each one's output goes to a file and is printed
+    in one piece when the stage ends."""
+    for name in names:
+        with tempfile.TemporaryFile('w+') as out:
+            LANE.out = out
+            try:
+                run_stage(name, results)
+            finally:
+                LANE.out = None
+            out.seek(0)
+            with PRINT_LOCK:
+                sys.stdout.write(out.read())
+                sys.stdout.flush()
+
+
 def run_stages(wanted):
     lay_out(COLL_ROOT)
-    results = []
-    for name in wanted:
-        log('\n==================== stage: %s ====================' % name)
-        start = time.monotonic()
-        try:
-            res = STAGES[name]()
-        except Exception as exc:  # a broken stage is a failed stage, never a silent pass
-            log('stage %s crashed: %r' % (name, exc))
-            res = (0, 1)
-        results.append((name, res, time.monotonic() - start))
+    RUNNING.update(wanted)
+    results = {}
+    started = time.monotonic()
+    if 'integration' in wanted and len(wanted) > 1:
+        lane = threading.Thread(target=second_lane, args=([n for n in wanted if n != 'integration'], results))
+        lane.start()
+        run_stage('integration', results)
+        BINARIES_BUILT.set()  # a failed build: molecule starts anyway and reports it
+        lane.join()
+    else:
+        for name in wanted:
+            run_stage(name, results)
     log('\n==================== summary ====================')
     total_p = total_f = total_s = 0
-    for name, res, secs in results:
+    for name in wanted:
+        res, secs = results[name]
         if res is None:
             log('%-12s no tests yet                               %7.1fs' % (name, secs))
             continue
@@ -466,7 +523,9 @@ def run_stages(wanted):
         total_p, total_f, total_s = total_p + p, total_f + f, total_s + s
         log('%-12s %-6s %5d passed %4d failed %4d skipped %7.1fs'
             % (name, 'FAILED' if f else 'ok', p, f, s, secs))
-    log('%d passed, %d failed, %d skipped' % (total_p, total_f, total_s))
+    log('%d passed, %d failed, %d skipped in %.0fs%s' % (
+        total_p, total_f, total_s, time.monotonic() - started,
+        ' (integration and the other stages side by side)' if 'integration' in wanted and len(wanted) > 1 else ''))
     return 1 if total_f or not total_p else 0
 
 

@@ -74,6 +74,14 @@ options:
         C(nvidia-<operand>-entrypoint)) and the CA bundles C(kube-root-ca.crt) and C(openshift-service-ca.crt) are
         refused before anything is read or written; leave it unset to use the ClusterPolicy's.
     type: str
+  cluster_policy_spec:
+    description:
+      - The C(spec) of the ClusterPolicy as the caller has read it (RV(gpuops.gpu.cluster_policy_info#module:cluster_policy)),
+        so the module does not read the ClusterPolicy again; O(mig_strategy) and O(config_document) still override
+        what it says.
+      - The gpuops.gpu.mig role reads the ClusterPolicy once per run and hands it to its check-mode plan and to the
+        rollout, with the strategy and document it writes as O(mig_strategy) and O(config_document).
+    type: dict
   config_document:
     description:
       - The mig-parted document (C(version), C(mig-configs)) to validate against instead of reading O(config_map),
@@ -207,6 +215,7 @@ from ansible_collections.gpuops.gpu.plugins.module_utils.rollout.mig import run
 def main():
     run_module(gpu_module(argument_spec=argument_spec(
         config_document=dict(type='dict'),
+        cluster_policy_spec=dict(type='dict'),
         state_timeout=dict(type='int', default=600),
         reboot_timeout=dict(type='int', default=1800),
         retry_stuck=dict(type='bool', default=False),

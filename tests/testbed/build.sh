@@ -29,6 +29,10 @@ dir="$cache_root/$key"
 bin="$dir/bin"
 if [ "$print_only" = 1 ]; then echo "$bin"; exit 0; fi
 mkdir -p "$bin"
+# one build at a time per key: a second run (make's background build, then the stage that needs the
+# binaries) waits here and then finds them built
+exec 9>"$dir/.lock"
+flock 9
 
 log() { printf '[build %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
 have() { [ "$force" = 0 ] && for f in "$@"; do [ -x "$bin/$f" ] || return 1; done; }

@@ -59,10 +59,11 @@ def read_document(conn, config_map, namespace):
 
 def _kind(conn, params):
     """(MigKind, ConfigMap name or None for the built-in configs, the device-plugin config ``{name, default}``
-    or None when the device plugin is off) from the ClusterPolicy, the mig-parted document and the module's
-    overrides."""
-    policy = read_cluster_policy(conn, params.get('cluster_policy'))
-    spec = (policy or {}).get('spec') or {}
+    or None when the device plugin is off) from the ClusterPolicy (its ``cluster_policy_spec`` when the caller
+    read it already), the mig-parted document and the module's overrides."""
+    spec = params.get('cluster_policy_spec')
+    if spec is None:
+        spec = (read_cluster_policy(conn, params.get('cluster_policy')) or {}).get('spec') or {}
     settings = policy_settings(spec, params.get('mig_strategy'))
     strategy = settings['mig_strategy']
     config_map = params.get('config_map') or settings['mig_config_map']

@@ -227,3 +227,29 @@ class TestModulesBeforeWrites(object):
         params = dict(SHARING_PARAMS, assignments=[{'nodes': ['a100-0'], 'profile': 'ts-4'}])
         with pytest.raises(sharing_cluster.InputError, match='held by an unfinished gpuops.gpu.mig_rollout'):
             sharing_cluster.run(Connection(core=conn, custom=conn, policy=conn), params, check_mode=True)
+
+
+class NoPolicyReads(object):
+    """A FakeConn whose ClusterPolicy must not be read: the caller handed its spec over."""
+
+    def __init__(self, conn):
+        self.conn = conn
+
+    def __getattr__(self, name):
+        if name in ('get_cluster_custom_object', 'list_cluster_custom_object'):
+            raise AssertionError('the ClusterPolicy was read although cluster_policy_spec was given')
+        return getattr(self.conn, name)
+
+
+class TestHandedClusterPolicy(object):
+    def run(self, spec, cluster_policy):
+        conn = NoPolicyReads(FakeConn({'a100-0': time_sliced()}, cluster_policy, TEXTS))
+        params = dict(MIG_PARAMS, assignments=[{'nodes': ['a100-0'], 'config': 'seven'}], cluster_policy_spec=spec,
+                      lock_namespace='gpu-operator')  # else the lock's namespace comes from the ClusterPolicy status
+        return mig_cluster.run(Connection(core=conn, custom=conn, policy=conn), params, check_mode=True)
+
+    def test_the_handed_spec_is_used_and_the_cluster_policy_not_read(self):
+        res = self.run(policy()['spec'], cluster_policy=policy(strategy='mixed'))
+        assert res['mig_strategy'] == 'single' and res['batches'] == [['a100-0']]
+        res = self.run(policy(strategy='mixed')['spec'], cluster_policy=policy())
+        assert res['mig_strategy'] == 'mixed'
