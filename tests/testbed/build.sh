@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds the real parts of the virtual GPU cluster into a cache OUTSIDE the work tree:
 #   ${GPUOPS_CACHE:-$HOME/.cache/gpuops}/testbed/<key>/bin/
-#     etcd kube-apiserver kube-controller-manager kube-scheduler   (our wrappers, one go build)
+#     etcd kube-apiserver kube-controller-manager kube-scheduler   (one binary, cmd/control-plane, four names)
 #     kwok                                                          (go install sigs.k8s.io/kwok)
 #     gpu-operator                                                  (NVIDIA/gpu-operator, via operator/go.mod)
 # <key> is derived from hack/versions.env, go.mod, go.sum, cmd/**.go and the Go version, so a
@@ -38,10 +38,16 @@ log() { printf '[build %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
 have() { [ "$force" = 0 ] && for f in "$@"; do [ -x "$bin/$f" ] || return 1; done; }
 t_all=$(date +%s)
 
-# 1. the four k8s/etcd wrappers, one go build so they share the build cache
-if have etcd kube-apiserver kube-controller-manager kube-scheduler; then
-  log "k8s ${K8S_VERSION} + etcd wrappers: cached"
-else
+# The steps below run side by side (each go build uses every core, but links, downloads and the linker's
+# single thread leave room): 1. the control plane, 2. kwok, 3. gpu-operator, 4. the asset modules.
+
+# 1. etcd, kube-apiserver, kube-controller-manager, kube-scheduler: one binary (cmd/control-plane), linked
+#    once and hard-linked under the four names it dispatches on
+step_control_plane() {
+  if have etcd kube-apiserver kube-controller-manager kube-scheduler; then
+    log "k8s ${K8S_VERSION} + etcd control plane: cached"; return
+  fi
+  local t tmp p f ld vpkgs build_date minor
   t=$(date +%s)
   vpkgs="k8s.io/component-base/version k8s.io/client-go/pkg/version"
   build_date=$(sed -n 's/.*"Time":"\([^"]*\)".*/\1/p' \
@@ -53,13 +59,14 @@ else
     ld="$ld -X $p.gitVersion=${K8S_VERSION} -X $p.gitMajor=1 -X $p.gitMinor=${minor}"
     ld="$ld -X $p.gitTreeState=clean -X $p.buildDate=${build_date}"
   done
-  log "building etcd kube-apiserver kube-controller-manager kube-scheduler (k8s ${K8S_VERSION})"
+  log "building the control plane: etcd kube-apiserver kube-controller-manager kube-scheduler (k8s ${K8S_VERSION})"
   tmp=$(mktemp -d "$dir/.build.XXXXXX")
-  (cd "$here" && GOFLAGS=-mod=mod go build -trimpath -ldflags "$ld" -o "$tmp/" ./cmd/...)
+  (cd "$here" && GOFLAGS=-mod=mod go build -trimpath -ldflags "$ld" -o "$tmp/control-plane" ./cmd/control-plane)
+  for f in etcd kube-apiserver kube-controller-manager kube-scheduler; do ln -f "$tmp/control-plane" "$tmp/$f"; done
   for f in etcd kube-apiserver kube-controller-manager kube-scheduler; do mv -f "$tmp/$f" "$bin/$f"; done
-  rmdir "$tmp"
-  log "wrappers built in $(( $(date +%s) - t ))s"
-fi
+  rm -rf "$tmp"
+  log "control plane built in $(( $(date +%s) - t ))s"
+}
 
 # 2. kwok, 3. gpu-operator: plain `go install pkg@version` into a temp GOBIN, then move.
 gobin_install() { # name pkg@version ldflags
@@ -72,12 +79,12 @@ gobin_install() { # name pkg@version ldflags
   mv -f "$tmp/$name" "$bin/$name"; rmdir "$tmp"
   log "$name built in $(( $(date +%s) - t ))s"
 }
-gobin_install kwok "sigs.k8s.io/kwok/cmd/kwok@${KWOK_VERSION}" "-s -w"
+step_kwok() { gobin_install kwok "sigs.k8s.io/kwok/cmd/kwok@${KWOK_VERSION}" "-s -w"; }
 # gpu-operator: built through our wrapper module operator/ (see hack/gen-operator-mod.sh for why
 # `go install ...@version` cannot be used), with the operator's own dependency versions.
-if have gpu-operator; then
-  log "gpu-operator: cached"
-else
+step_operator() {
+  if have gpu-operator; then log "gpu-operator: cached"; return; fi
+  local t tmp
   t=$(date +%s)
   log "building github.com/NVIDIA/gpu-operator/cmd/gpu-operator ${GPU_OPERATOR_RELEASE} (${GPU_OPERATOR_VERSION})"
   tmp=$(mktemp -d "$dir/.build.XXXXXX")
@@ -86,19 +93,29 @@ else
     -o "$tmp/gpu-operator" github.com/NVIDIA/gpu-operator/cmd/gpu-operator)
   mv -f "$tmp/gpu-operator" "$bin/gpu-operator"; rmdir "$tmp"
   log "gpu-operator built in $(( $(date +%s) - t ))s"
-fi
+}
 
 # 4. modules whose YAML (CRDs, kwok stages, operator assets) `testbed up` reads at run time; the marker is
 #    keyed by the module table, so a module added to it is downloaded by the next build
-assets_ok="$dir/assets-$(sha256sum "$here/hack/asset-modules.sh" | cut -c1-12).ok"
-if [ -f "$assets_ok" ] && [ "$force" = 0 ]; then
-  log "asset modules: cached"
-else
-  t=$(date +%s)
-  "$here/hack/asset-modules.sh" download >/dev/null
-  touch "$assets_ok"
-  log "asset modules downloaded in $(( $(date +%s) - t ))s"
-fi
+step_assets() {
+  assets_ok="$dir/assets-$(sha256sum "$here/hack/asset-modules.sh" | cut -c1-12).ok"
+  if [ -f "$assets_ok" ] && [ "$force" = 0 ]; then
+    log "asset modules: cached"
+  else
+    t=$(date +%s)
+    "$here/hack/asset-modules.sh" download >/dev/null
+    touch "$assets_ok"
+    log "asset modules downloaded in $(( $(date +%s) - t ))s"
+  fi
+}
+
+pids=()
+for step in step_control_plane step_kwok step_operator step_assets; do
+  "$step" & pids+=($!)
+done
+failed=0
+for pid in "${pids[@]}"; do wait "$pid" || failed=1; done
+if [ "$failed" = 1 ]; then log "build failed (see the messages above)"; exit 1; fi
 
 # keep this key and the previous one; older builds only take disk (running processes keep their
 # deleted binaries open, and `testbed up` restarts a cluster whose binaries changed)

@@ -70,6 +70,7 @@ replace k8s.io/sample-controller => k8s.io/sample-controller v0.36.3
 replace k8s.io/streaming => k8s.io/streaming v0.36.3
 
 require (
+	github.com/spf13/cobra v1.10.2
 	go.etcd.io/etcd/server/v3 v3.6.8
 	k8s.io/component-base v0.36.3
 	k8s.io/kubernetes v1.36.3
@@ -158,7 +159,6 @@ require (
 	github.com/robfig/cron/v3 v3.0.1 // indirect
 	github.com/sirupsen/logrus v1.9.3 // indirect
 	github.com/soheilhy/cmux v0.1.5 // indirect
-	github.com/spf13/cobra v1.10.2 // indirect
 	github.com/spf13/pflag v1.0.9 // indirect
 	github.com/stoewer/go-strcase v1.3.0 // indirect
 	github.com/tmc/grpc-websocket-proxy v0.0.0-20220101234140-673ab2c3ae75 // indirect
