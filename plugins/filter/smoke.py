@@ -24,11 +24,12 @@ def smoke_test_input_errors(settings):
     return smoke.input_errors(settings)
 
 
-def smoke_test_failures(result, on_error=True, on_no_capacity=False):
+def smoke_test_failures(result, on_error=True, on_no_capacity=False, accept_unread_logs=False):
     """What in a gpuops.gpu.gpu_smoke_test result fails the role ([] when nothing)."""
     if not isinstance(result, dict):
         raise AnsibleFilterError('smoke_test_failures: expects the registered result of gpuops.gpu.gpu_smoke_test')
-    return smoke.failures(result, on_error=on_error, on_no_capacity=on_no_capacity)
+    return smoke.failures(result, on_error=on_error, on_no_capacity=on_no_capacity,
+                          accept_unread_logs=accept_unread_logs)
 
 
 class FilterModule(object):

@@ -35,6 +35,7 @@ def main():
         poll_interval=dict(type='float', default=2.0),
         expect_output=dict(type='str', default=''),
         log_lines=dict(type='int', default=20),
+        accept_unread_logs=dict(type='bool', default=False),
         cleanup=dict(type='bool', default=True),
         fill=dict(type='bool', default=False),
         fill_extra=dict(type='int', default=1),

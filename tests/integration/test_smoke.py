@@ -1,6 +1,8 @@
 """gpuops.gpu.smoke_test on the virtual GPU cluster: real Jobs scheduled by the real scheduler onto KWOK GPU nodes
 whose full, time-sliced and MIG (mixed strategy) resources come from the simulated device plugin / MIG manager
-driven by the real gpu-operator; KWOK's pod-complete stage finishes the pods of Jobs."""
+driven by the real gpu-operator; KWOK's pod-complete stage finishes the pods of Jobs, and the pod logs (what the
+CUDA vectorAdd sample prints on the allocated device, written by gpusim) come through the API server's pods/log
+from KWOK's kubelet server."""
 
 import pytest
 
@@ -20,6 +22,11 @@ SCC_TASK = "Bind the SCC to the test pods' ServiceAccount for the run"
 DEEP = {'smoke_test_fill': True, 'smoke_test_load': True, 'smoke_test_load_image': 'registry.example.com/gpu-burn:1',
         'smoke_test_load_args': ['{duration}'], 'smoke_test_load_duration': 5, 'smoke_test_scc': 'privileged'}
 LOADED = {'a100-1', 'h100-0', 'h100-1', 't4-0'}
+INJECT = 'gpusim.gpuops.dev/inject'
+# what the CUDA vectorAdd sample prints when its result is right (docs/facts.md)
+VECTORADD = ['[Vector addition of 50000 elements]', 'Copy input data from the host memory to the CUDA device',
+             'CUDA kernel launch with 196 blocks of 256 threads',
+             'Copy output data from the CUDA device to the host memory', 'Test PASSED', 'Done']
 
 
 @pytest.fixture(scope='module', autouse=True)
@@ -97,7 +104,9 @@ def test_every_gpu_resource_runs_then_idempotent(testbed, core, batch):
     for key, nodes in passed.items():
         assert cases[key]['status'] == 'passed', cases[key]
         assert cases[key]['ran_on'] in nodes, cases[key]
-        assert 'log not available' in cases[key]['detail']  # KWOK nodes serve no logs
+        # the log read back through the API server (pods/log), checked for the expected text
+        assert cases[key]['detail'] == "completed; output has 'Test PASSED'", cases[key]
+        assert cases[key]['log'].splitlines() == VECTORADD, cases[key]
     l40s = cases[('nvidia.com/gpu', 'NVIDIA-L40S')]
     assert (l40s['status'], l40s['reason']) == ('no-capacity', 'cordoned: l40s-0')
     table = '\n'.join(results['Show the GPU smoke test results']['msg'])
@@ -149,3 +158,33 @@ def test_fill_load_and_scc(testbed, core, batch, rbac):
     assert [b.metadata.name for b in rbac.list_namespaced_role_binding(NS).items] == []
     assert smoke_objects(core, batch)[:2] == ([], [])
     assert [t for t in changed_tasks(results) if t != 'prepare | Create the smoke test namespace'] == []
+
+
+def test_wrong_output_fails_and_an_unread_log_fails_unless_accepted(testbed, core):
+    """gpusim makes the vectorAdd sample on a100-1 print a failed result check (the pod still completes) and writes
+    no log for the pod on t4-0 (the API server's log request fails): the first is FAILED, the second NOT-CHECKED,
+    and both fail the role; with smoke_test_accept_unread_logs the NOT-CHECKED case alone no longer fails it."""
+    core.patch_node('a100-1', {'metadata': {'annotations': {INJECT: 'workload-wrong-output'}}})
+    core.patch_node('t4-0', {'metadata': {'annotations': {INJECT: 'workload-no-log'}}})
+    try:
+        rc, results, raw = run_role(testbed.kubeconfig, 'smoke_test', FAST)
+        assert rc != 0, raw[-3000:]
+        cases = {(c['resource'], c['product']): c for c in results[RUN_TASK]['cases']}
+        wrong = cases[('nvidia.com/gpu', 'NVIDIA-A100-SXM4-40GB')]
+        assert (wrong['status'], wrong['detail']) == ('failed', "completed; output lacks 'Test PASSED'"), wrong
+        assert wrong['log'].splitlines()[-1] == 'Result verification failed at element 0!', wrong
+        unread = cases[('nvidia.com/gpu', 'Tesla-T4-SHARED')]
+        assert unread['status'] == 'not-checked' and unread['log'] is None, unread
+        assert unread['detail'].startswith('completed; output not checked: the log could not be read ('), unread
+        assert 'no logs found for container "smoke"' in unread['detail'], unread  # kwok's answer, via the API server
+        assert sorted(c['status'] for c in cases.values()).count('passed') == 4
+        assert results['Check the GPU smoke test results']['msg'] == ['nvidia.com/gpu failed', 'nvidia.com/gpu not-checked']
+
+        rc, results, raw = run_role(testbed.kubeconfig, 'smoke_test', dict(
+            FAST, smoke_test_accept_unread_logs=True, smoke_test_label_selector='kubernetes.io/hostname=t4-0'))
+        assert rc == 0, raw[-3000:]
+        assert [c['status'] for c in results[RUN_TASK]['cases']] == ['not-checked']
+        assert 'NOT-CHECKED' in '\n'.join(results['Show the GPU smoke test results']['msg'])
+    finally:
+        for node in ('a100-1', 't4-0'):
+            core.patch_node(node, {'metadata': {'annotations': {INJECT: None}}})

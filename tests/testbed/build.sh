@@ -4,6 +4,9 @@
 #     etcd kube-apiserver kube-controller-manager kube-scheduler   (one binary, cmd/control-plane, four names)
 #     kwok                                                          (go install sigs.k8s.io/kwok)
 #     gpu-operator                                                  (NVIDIA/gpu-operator, via operator/go.mod)
+#   ${GPUOPS_CACHE:-$HOME/.cache/gpuops}/testbed/<key>/nvml-gpus.json
+#     what NVIDIA's mock NVML answers for each GPU it mocks (nvml/main.go, its own module nvml/go.mod,
+#     rebuilt only when nvml/ changes); the simulated node agents (gpusim) read their GPUs from it
 # <key> is derived from hack/versions.env, go.mod, go.sum, cmd/**.go and the Go version, so a
 # second run with nothing changed only checks that the binaries are there (seconds).
 # Prints the bin dir as the last line of stdout. Logs and timings go to stderr.
@@ -39,7 +42,8 @@ have() { [ "$force" = 0 ] && for f in "$@"; do [ -x "$bin/$f" ] || return 1; don
 t_all=$(date +%s)
 
 # The steps below run side by side (each go build uses every core, but links, downloads and the linker's
-# single thread leave room): 1. the control plane, 2. kwok, 3. gpu-operator, 4. the asset modules.
+# single thread leave room): 1. the control plane, 2. kwok, 3. gpu-operator, 4. the asset modules, 5. the
+# mock NVML GPUs.
 
 # 1. etcd, kube-apiserver, kube-controller-manager, kube-scheduler: one binary (cmd/control-plane), linked
 #    once and hard-linked under the four names it dispatches on
@@ -109,8 +113,28 @@ step_assets() {
   fi
 }
 
+# 5. the GPUs of NVIDIA's mock NVML (go-nvml pkg/nvml/mock, cgo: its types come from nvml.h; the mock
+#    itself never loads libnvidia-ml), dumped once as JSON; the marker is keyed by nvml/'s files
+step_nvml() {
+  local h t tmp
+  h=$(cat "$here/nvml/go.mod" "$here/nvml/go.sum" "$here/nvml/main.go" | sha256sum | cut -c1-12)
+  if [ "$force" = 0 ] && [ -f "$dir/nvml-$h.ok" ] && [ -s "$dir/nvml-gpus.json" ]; then
+    log "NVIDIA mock NVML GPUs: cached"; return
+  fi
+  t=$(date +%s)
+  tmp=$(mktemp -d "$dir/.build.XXXXXX")
+  (cd "$here/nvml" && CGO_ENABLED=1 CGO_CFLAGS="-O2 -Wno-deprecated-declarations" GOFLAGS=-mod=mod \
+    go build -trimpath -ldflags "-s -w" -o "$tmp/nvml-dump" .)
+  "$tmp/nvml-dump" >"$tmp/nvml-gpus.json"
+  mv -f "$tmp/nvml-dump" "$bin/nvml-dump"
+  mv -f "$tmp/nvml-gpus.json" "$dir/nvml-gpus.json"
+  rm -rf "$tmp" "$dir"/nvml-*.ok
+  touch "$dir/nvml-$h.ok"
+  log "NVIDIA mock NVML GPUs dumped in $(( $(date +%s) - t ))s: $dir/nvml-gpus.json"
+}
+
 pids=()
-for step in step_control_plane step_kwok step_operator step_assets; do
+for step in step_control_plane step_kwok step_operator step_assets step_nvml; do
   "$step" & pids+=($!)
 done
 failed=0

@@ -6,7 +6,8 @@
 
 This is the ONE table of MIG facts in the collection. It is pure data plus
 lookup helpers, uses the standard library only and imports nothing from the
-collection, so the virtual GPU cluster can load it by file path.
+collection. The virtual GPU cluster does not use it: its GPUs come from NVIDIA's
+mock NVML, and a test pins the rows NVIDIA mocks to them (docs/testbed.md).
 
 Entry shape (sizes and placements are counted in memory slices)::
 

@@ -43,8 +43,11 @@ TIMEOUT = 'timeout'
 ERROR = 'error'
 NO_CAPACITY = 'no-capacity'
 NOT_ADVERTISED = 'not-advertised'
+# completed, but its log could not be read, so the expected output was not checked: a problem unless the user
+# accepts unread logs (accept_unread_logs)
+NOT_CHECKED = 'not-checked'
 NOT_RUN = (NO_CAPACITY, NOT_ADVERTISED)
-PROBLEMS = (FAILED, UNSCHEDULABLE, TIMEOUT, ERROR)
+PROBLEMS = (FAILED, UNSCHEDULABLE, TIMEOUT, ERROR, NOT_CHECKED)
 
 # Accepted by the OpenShift restricted-v2 SCC (which also assigns a non-root UID) and the baseline pod
 # security standard. No runAsNonRoot: the CUDA sample images run as root where no SCC assigns a UID.
@@ -278,15 +281,24 @@ def classify(job, pods, wait_for='completion', stuck=False):
     return None, ('%s %s' % (phase, reason)).strip(), node
 
 
-def check_log(log, expect_output):
-    """(ok, note): whether the expected text is in the pod log."""
+def check_log(log, expect_output, why_unread=''):
+    """(status, note) of a completed case from its pod log: PASSED when ``expect_output`` is empty (nothing to
+    check) or in the log, FAILED when the log lacks it, NOT_CHECKED when the log could not be read (``log`` None;
+    ``why_unread`` says why): a completion whose output nobody read is not a pass."""
     if not expect_output:
-        return True, ''
+        return PASSED, ''
     if log is None:
-        return True, 'log not available, output not checked'
+        return NOT_CHECKED, 'output not checked: the log could not be read%s' % (
+            ' (%s)' % why_unread if why_unread else '')
     if expect_output in log:
-        return True, "output has '%s'" % expect_output
-    return False, "output lacks '%s'" % expect_output
+        return PASSED, "output has '%s'" % expect_output
+    return FAILED, "output lacks '%s'" % expect_output
+
+
+def is_problem(case, accept_unread_logs=False):
+    """Whether a case ended in a problem (PROBLEMS); NOT_CHECKED is none with ``accept_unread_logs``."""
+    status = case.get('status')
+    return status in PROBLEMS and not (accept_unread_logs and status == NOT_CHECKED)
 
 
 def summarise(cases):
@@ -296,16 +308,16 @@ def summarise(cases):
     return counts
 
 
-def failures(result, on_error=True, on_no_capacity=False):
+def failures(result, on_error=True, on_no_capacity=False, accept_unread_logs=False):
     """What fails the smoke_test role after the table is shown: with ``on_error``, ``<resource> [<node>] <status>``
-    of every case, fill case and load case of the module ``result`` that ended in a problem (PROBLEMS); with
-    ``on_no_capacity``, ``<resource>: <reason>`` of every case not run (NOT_RUN). [] when nothing fails."""
+    of every case, fill case and load case of the module ``result`` that ended in a problem (:func:`is_problem`);
+    with ``on_no_capacity``, ``<resource>: <reason>`` of every case not run (NOT_RUN). [] when nothing fails."""
     out = []
     if on_error:
         every = list(result.get('cases') or []) + list(result.get('fill_cases') or []) + list(
             result.get('load_cases') or [])
         out.extend(' '.join(str(part) for part in (case.get('resource'), case.get('node'), case['status']) if part)
-                   for case in every if case.get('status') in PROBLEMS)
+                   for case in every if is_problem(case, accept_unread_logs))
     if on_no_capacity:
         out.extend('%s: %s' % (case.get('resource'), case.get('reason'))
                    for case in result.get('cases') or [] if case.get('status') in NOT_RUN)

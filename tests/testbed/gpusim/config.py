@@ -11,8 +11,8 @@ import yaml
 MODES = ("auto", "always", "operator")
 
 DEFAULTS = {
-    # Agents to run (threads). Any subset of: nfd, gfd, mig-manager, olm, machine-api.
-    "agents": ["nfd", "gfd", "mig-manager", "olm", "machine-api"],
+    # Agents to run (threads). Any subset of: nfd, gfd, mig-manager, olm, machine-api, workload-logs.
+    "agents": ["nfd", "gfd", "mig-manager", "olm", "machine-api", "workload-logs"],
     # Namespace of the GPU operator (ConfigMaps for mig-parted and the device plugin live here).
     # Empty: env OPERATOR_NAMESPACE, else "gpu-operator".
     "operator_namespace": "",
@@ -42,7 +42,7 @@ DEFAULTS = {
     "driver": {"version": "580.95.05", "cuda": "13.0"},
     # GPUs per node when a node has a product annotation but no count.
     "default_gpus": 8,
-    # Extra/changed GPU products, passed to mig_catalog.get_product(..., overrides).
+    # Extra/changed GPU products, merged over the simulated GPUs (gpusim.catalog.merge).
     "catalog_overrides": {},
     "olm": {
         "install_seconds": 1.0,
@@ -154,7 +154,7 @@ def validate(cfg):
             raise ConfigError("simulation.%s must be one of %s" % (key, ", ".join(MODES)))
     if cfg["nfd"] not in ("always", "on-cr"):
         raise ConfigError("simulation.nfd must be 'always' or 'on-cr'")
-    known = {"nfd", "gfd", "mig-manager", "olm", "machine-api"}
+    known = {"nfd", "gfd", "mig-manager", "olm", "machine-api", "workload-logs"}
     unknown = set(cfg["agents"]) - known
     if unknown:
         raise ConfigError("unknown agents: %s" % ", ".join(sorted(unknown)))

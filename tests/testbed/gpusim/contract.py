@@ -4,7 +4,8 @@ Inputs (set by the testbed CLI when it creates a node, or by the machine-api age
   gpusim.gpuops.dev/product   GPU model (annotation, or label), e.g. "NVIDIA-A100-SXM4-40GB"
   gpusim.gpuops.dev/gpus      number of GPUs (annotation or label; default simulation.default_gpus)
 Test controls:
-  gpusim.gpuops.dev/inject    comma list: fail | stuck-pending | slow | device-plugin-crash
+  gpusim.gpuops.dev/inject    comma list: fail | stuck-pending | slow | device-plugin-crash |
+                              workload-wrong-output | workload-no-log (the validation workload's log: workloads.py)
   gpusim.gpuops.dev/device-plugin-restart   any new value = the simulated device plugin restarts
                               (used when no nvidia-device-plugin-daemonset pod runs on the node)
   gpusim.gpuops.dev/mig-manager-restart     any new value = the simulated mig-manager restarts and
@@ -41,7 +42,9 @@ INJECT_FAIL = "fail"
 INJECT_STUCK = "stuck-pending"
 INJECT_SLOW = "slow"
 INJECT_DP_CRASH = "device-plugin-crash"
-INJECTIONS = (INJECT_FAIL, INJECT_STUCK, INJECT_SLOW, INJECT_DP_CRASH)
+INJECT_WRONG_OUTPUT = "workload-wrong-output"
+INJECT_NO_LOG = "workload-no-log"
+INJECTIONS = (INJECT_FAIL, INJECT_STUCK, INJECT_SLOW, INJECT_DP_CRASH, INJECT_WRONG_OUTPUT, INJECT_NO_LOG)
 
 # NVIDIA labels
 L_MIG_CONFIG = "nvidia.com/mig.config"

@@ -4,7 +4,7 @@ Sources: NVIDIA/k8s-device-plugin v0.20 internal/rm/device_map.go
 (resources per MIG strategy, replicas), internal/rm/rm.go (mixed resource names),
 internal/plugin/mps.go, cmd/nvidia-device-plugin/main.go validateFlags, internal/lm/*.go (labels).
 
-Inputs everywhere: `product` = mig_catalog.get_product(...) dict, `state` = per-GPU list of
+Inputs everywhere: `product` = gpusim.catalog.Catalog.product(...) dict, `state` = per-GPU list of
 {"mig": bool, "devices": {profile: count}}, `strategy` = none|single|mixed, `sharing` =
 gpusim.sharing.parse(...) result (or None when the plugin runs without a config file).
 """

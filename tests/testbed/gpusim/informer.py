@@ -271,7 +271,10 @@ def slim_pod(pod):
                      "resourceVersion": md.get("resourceVersion"),
                      "creationTimestamp": md.get("creationTimestamp"),
                      "deletionTimestamp": md.get("deletionTimestamp")},
-        "spec": {"nodeName": spec.get("nodeName")},
+        "spec": {"nodeName": spec.get("nodeName"),
+                 # what the workload-logs agent needs to know what a container prints
+                 "containers": [{"name": c.get("name"), "image": c.get("image"), "command": bool(c.get("command"))}
+                                for c in spec.get("containers") or []]},
         "status": {"phase": (pod.get("status") or {}).get("phase")},
         "resources": sorted(gpu),
     }

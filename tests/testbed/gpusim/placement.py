@@ -8,7 +8,7 @@ It does what mig-parted + NVML do on a real GPU (NVIDIA MIG User Guide, docs.nvi
     placement from the profile's placement list; creation fails when none is free, when the
     profile's instance count is exhausted (e.g. a second "+me") or the compute slices run out.
 We model NVML's choice as first-fit over the profile's placement starts. Only the profile table
-(placement lists, sizes, counts) comes from mig_catalog; the decision is made here.
+(placement lists, sizes, counts) comes from gpusim.catalog (NVIDIA's mock NVML); the decision is made here.
 """
 
 import functools

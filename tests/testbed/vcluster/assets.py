@@ -33,6 +33,8 @@ KWOK_STAGES = [
 # Module versions are pinned in hack/asset-modules.sh.
 CRD_FILES = [
     ("kwok", "kustomize/crd/bases/kwok.x-k8s.io_stages.yaml"),
+    # kwok serves a pod's container log from the file its Logs object names (gpusim writes both)
+    ("kwok", "kustomize/crd/bases/kwok.x-k8s.io_logs.yaml"),
     ("gpu-operator", "deployments/gpu-operator/crds/nvidia.com_clusterpolicies.yaml"),
     ("gpu-operator", "deployments/gpu-operator/crds/nvidia.com_nvidiadrivers.yaml"),
     ("gpu-operator", "deployments/gpu-operator/crds/nvidia.com_gpuclusters.yaml?"),  # ? = optional
@@ -70,7 +72,8 @@ def ensure_bin(allow_build: bool) -> str:
         return os.environ["GPUOPS_TESTBED_BIN"]
     binp = run([os.path.join(HERE, "build.sh"), "--print-bin"]).strip()
     if all(os.access(os.path.join(binp, b), os.X_OK) for b in NEEDED_BINARIES) and \
-            os.path.exists(os.path.join(os.path.dirname(binp), "assets.ok")):
+            os.path.exists(os.path.join(os.path.dirname(binp), "assets.ok")) and \
+            os.path.exists(os.path.join(os.path.dirname(binp), "nvml-gpus.json")):
         return binp
     if not allow_build:
         die(f"binaries missing in {binp}; run tests/testbed/build.sh (or drop --no-build)")

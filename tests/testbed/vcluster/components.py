@@ -55,6 +55,10 @@ def kube_apiserver(up) -> list:
         f"--tls-cert-file={pki('apiserver.crt')}", f"--tls-private-key-file={pki('apiserver.key')}",
         f"--client-ca-file={pki('ca.crt')}",
         f"--kubelet-client-certificate={pki('admin.crt')}", f"--kubelet-client-key={pki('admin.key')}",
+        # pod logs (and exec, port-forward) go to the node's InternalIP (127.0.0.1, set by kwok) at its
+        # daemonEndpoints port (kwok's server); no --kubelet-certificate-authority: kwok's server presents a
+        # self-signed certificate, which the apiserver then does not verify
+        "--kubelet-preferred-address-types=InternalIP",
         "--service-account-issuer=https://kubernetes.default.svc.cluster.local",
         f"--service-account-key-file={pki('sa.pub')}",
         f"--service-account-signing-key-file={pki('sa.key')}",
@@ -115,9 +119,11 @@ def kwok(up) -> list:
     return [
         up.bin("kwok"), f"--config={kwok_cfg}", f"--kubeconfig={up.kubeconfig}",
         "--manage-all-nodes=false", f"--manage-nodes-with-annotation-selector={ANN_KWOK}=fake",
-        "--node-ip=127.0.0.1", f"--node-port={up.ports['kwok_node']}",
+        # every node's kubelet endpoint is kwok's own server (127.0.0.1, its port): the apiserver reads pod
+        # logs there, which kwok serves from the files named by Logs objects (written by gpusim)
+        "--node-ip=127.0.0.1", f"--node-port={up.ports['kwok']}",
         f"--server-address=127.0.0.1:{up.ports['kwok']}", "--cidr=10.128.0.0/14",
-        f"--node-lease-duration-seconds={lease_seconds(up.cfg)}", "--enable-crds=Stage",
+        f"--node-lease-duration-seconds={lease_seconds(up.cfg)}", "--enable-crds=Stage,Logs",
     ]
 
 
@@ -176,5 +182,7 @@ def start_gpusim(up) -> None:
         python_with_kubernetes(), "-m", "gpusim", "--kubeconfig", up.kubeconfig, "--config", st.path("config.yaml"),
     ], env={"KUBECONFIG": up.kubeconfig, "PYTHONPATH": HERE + os.pathsep + REPO,
             "GPUOPS_TESTBED_NAME": st.name, "GPUOPS_TESTBED_STATE": st.dir,
-            "GPUOPS_TESTBED_CONFIG": up.cfg_path},
+            "GPUOPS_TESTBED_CONFIG": up.cfg_path,
+            # the GPUs of NVIDIA's mock NVML, dumped by build.sh beside the bin dir (gpusim/catalog.py)
+            "GPUSIM_NVML_GPUS": os.path.join(os.path.dirname(up.binp), "nvml-gpus.json")},
         cwd=HERE)

@@ -24,7 +24,7 @@ from .state import State
 # port name -> the component that listens on it
 PORT_OWNERS = {"etcd": "etcd", "etcd_peer": "etcd", "apiserver": "kube-apiserver",
                "kcm": "kube-controller-manager", "scheduler": "kube-scheduler", "kwok": "kwok",
-               "kwok_node": "kwok", "operator_metrics": "gpu-operator", "operator_probe": "gpu-operator"}
+               "operator_metrics": "gpu-operator", "operator_probe": "gpu-operator"}
 # they read the apiserver address once, at start
 APISERVER_CLIENTS = ("gpusim", "gpu-operator", "kwok", "kube-scheduler", "kube-controller-manager")
 PORT_IN_USE = "address already in use"

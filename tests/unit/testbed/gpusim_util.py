@@ -6,7 +6,31 @@ from gpusim import config as config_mod
 from gpusim import contract as C
 from gpusim.catalog import Catalog
 
-CATALOG = Catalog()
+
+
+def catalog_dump():
+    """The collection's MIG-capable catalog rows in the shape of tests/testbed/build.sh's dump of NVIDIA's
+    mock NVML: the simulator's own logic under test over known GPUs, without the Go build. (The simulator
+    itself reads NVIDIA's dump; tests/integration/test_gpusim_gpus.py pins the catalog rows to it.)"""
+    from ansible_collections.gpuops.gpu.plugins.module_utils.gpu import catalog as collection_catalog
+    gpus = []
+    for key in collection_catalog.product_names():
+        row = collection_catalog.get_product(key)
+        if not row["mig_capable"]:
+            continue  # the simulator's fallback rows (gpusim.local_gpus) serve the GPUs without MIG
+        gpus.append({
+            "name": "NVIDIA " + row["product"], "memory_mib": row["memory_mib"],
+            "pci_device_id": row["pci_device_id"], "compute_capability": row["compute_capability"],
+            "mig_capable": True,
+            "profiles": [{"name": name, "profile": prof["gi_id"], "id": prof["gi_id"],
+                          "slice_count": prof["compute_slices"], "instance_count": prof["max"],
+                          "memory_mib": prof["memory_mib"],
+                          "placements": [{"start": start, "size": prof["size"]} for start in prof["placements"]]}
+                         for name, prof in sorted(row["profiles"].items())]})
+    return {"source": {}, "gpus": gpus}
+
+
+CATALOG = Catalog(dump=catalog_dump())
 
 
 def product(name):

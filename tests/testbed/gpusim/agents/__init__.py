@@ -3,6 +3,7 @@
 from gpusim.agents.nodes import DevicePluginAgent, MigManagerAgent, NFDAgent
 from gpusim.agents.olm import OLMAgent
 from gpusim.agents.machineapi import MachineAPIAgent
+from gpusim.agents.workloads import WorkloadLogAgent
 
 AGENTS = {
     "nfd": NFDAgent,
@@ -10,4 +11,5 @@ AGENTS = {
     "mig-manager": MigManagerAgent,
     "olm": OLMAgent,
     "machine-api": MachineAPIAgent,
+    "workload-logs": WorkloadLogAgent,
 }

@@ -177,7 +177,7 @@ class DevicePluginAgent(_OperandAgent):
             pname, _ = C.node_product_and_count(node)
             if pname and C.node_annotations(node).get(C.ANN_DP_ERROR) is None:
                 patch_node(self.ctx, name, metadata={"annotations": {
-                    C.ANN_DP_ERROR: "unknown GPU product %r (not in mig_catalog)" % pname}})
+                    C.ANN_DP_ERROR: "unknown GPU product %r (not a simulated GPU: gpusim/catalog.py)" % pname}})
             return
         cp = self.ctx.cluster_policy()
         _s, cm_name, _d, _e, _g = deviceplugin.cp_settings(cp, self.cfg)

@@ -57,6 +57,16 @@ def test_failures_fail_the_module_unless_told_not_to(smoke):
     assert code == 0 and result['summary']['failed'] == 4
 
 
+def test_unread_logs_fail_unless_accepted(smoke):
+    args = {'nodes': FLEET, 'expect_output': 'Test PASSED'}
+    code, result = smoke(args, FakeCluster(logs=False))
+    assert code == 1 and result['msg'].startswith('GPU smoke test: 4 of 8 cases did not pass')
+    assert 'not-checked completed; output not checked: the log could not be read (502 Error: no kubelet)' in result['msg']
+    code, result = smoke(dict(args, accept_unread_logs=True), FakeCluster(logs=False))
+    assert code == 0 and result['summary'] == {'not-checked': 4, 'no-capacity': 4}
+    assert 'NOT-CHECKED' in result['table']
+
+
 def test_no_gpu_resource_and_bad_numbers(smoke):
     code, result = smoke({'nodes': []}, FakeCluster())
     assert code == 1 and 'no GPU resource to test' in result['msg']

@@ -134,10 +134,13 @@ def test_classify(j, pods, kwargs, expected):
 
 
 def test_check_log_and_table():
-    assert S.check_log('Test PASSED\n', 'Test PASSED') == (True, "output has 'Test PASSED'")
-    assert S.check_log('FAILED\n', 'Test PASSED')[0] is False
-    assert S.check_log(None, 'Test PASSED') == (True, 'log not available, output not checked')
-    assert S.check_log('x', '') == (True, '')
+    assert S.check_log('Test PASSED\n', 'Test PASSED') == (S.PASSED, "output has 'Test PASSED'")
+    assert S.check_log('FAILED\n', 'Test PASSED') == (S.FAILED, "output lacks 'Test PASSED'")
+    assert S.check_log('', 'Test PASSED')[0] == S.FAILED  # an empty log was read: it lacks the text
+    assert S.check_log(None, 'Test PASSED') == (S.NOT_CHECKED, 'output not checked: the log could not be read')
+    assert S.check_log(None, 'Test PASSED', 'no kubelet') == (
+        S.NOT_CHECKED, 'output not checked: the log could not be read (no kubelet)')
+    assert S.check_log('x', '') == (S.PASSED, '') and S.check_log(None, '') == (S.PASSED, '')
     cases = S.plan_cases(FLEET)
     cases[0].update(status=S.PASSED, ran_on='a100-1', seconds=3.2, detail='completed')
     text = S.table(cases)
@@ -172,7 +175,10 @@ def test_runner_passes_checks_logs_and_cleans_up():
 
 def test_runner_without_logs_failed_jobs_create_errors_and_timeouts():
     cases, _r = run(FakeCluster(logs=False), expect_output='Test PASSED')
-    assert all(c['status'] == S.PASSED and 'log not available' in c['detail'] for c in cases)
+    assert all(c['status'] == S.NOT_CHECKED and c['log'] is None for c in cases)
+    assert all(c['detail'] == 'completed; output not checked: the log could not be read (502 Error: no kubelet)' for c in cases)
+    cases, _r = run(FakeCluster(logs=False))  # nothing to check: an unread log does not matter
+    assert all(c['status'] == S.PASSED and c['detail'] == 'completed' for c in cases)
     cases, _r = run(FakeCluster(outcome='Failed', pod_phase='Failed'))
     assert all(c['status'] == S.FAILED for c in cases)
     first = S.job_manifest([c for c in S.plan_cases(FLEET) if c['status'] == S.PLANNED][0], 'smoke', 'img', 'r1')
@@ -259,7 +265,11 @@ def test_failures_of_a_result():
                                   'nvidia.com/gpu n1 failed', 'nvidia.com/gpu n3 error']
     assert S.failures(result, on_error=False, on_no_capacity=True) == ['nvidia.com/mig-2g.10gb: cordoned']
     assert S.failures({'cases': [], 'fill_cases': [], 'load_cases': []}, on_no_capacity=True) == []
+    unread = {'cases': [{'resource': 'nvidia.com/gpu', 'status': 'not-checked'}]}
+    assert S.failures(unread) == ['nvidia.com/gpu not-checked']
+    assert S.failures(unread, accept_unread_logs=True) == []
     failures = SmokeFilters().filters()['smoke_test_failures']
     assert failures(result, False, False) == []
+    assert failures(unread, True, False, True) == [] and failures(unread, True, False) != []
     with pytest.raises(AnsibleFilterError, match='registered result'):
         failures(['x'])
