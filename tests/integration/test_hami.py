@@ -3,6 +3,12 @@ switches it off when allowed (the real gpu-operator then removes its device-plug
 the HAMi nodes, installs the HAMi chart with kubernetes.core.helm (helm built by
 tests/testbed/hack/install-helm.sh), idempotency, check mode, bad input. The chart (HAMi's own, or the
 tests' stand-in when the module proxy refuses HAMi's module): hami_helpers.py.
+
+What these tests prove is the role's side, whichever chart: what it refuses, what it writes to the ClusterPolicy and
+the nodes, the release it installs, upgrades and removes and the values it hands Helm, and that the chart's
+device-plugin pods land on the nodes it labelled. They do not prove what HAMi does with those values (its scheduler,
+device splitting, memory limits): no assertion reads back what the stand-in chart itself defines (docs/testbed.md,
+"What the stand-ins prove").
 """
 
 import json
@@ -103,14 +109,12 @@ def test_install_then_idempotent(testbed, core, custom, apps, chart, helm):
     for name in HAMI_NODES + OTHER_NODES:
         annotations = core.read_node(name).metadata.annotations or {}
         assert not [k for k in annotations if k.startswith('gpuops.gpu/hami')], (name, annotations)
-    device_config = yaml.safe_load(core.read_namespaced_config_map('hami-scheduler-device', NAMESPACE)
-                                   .data['device-config.yaml'])['nvidia']
-    assert device_config['deviceSplitCount'] == 4 and device_config['deviceMemoryScaling'] == 1.5
-    plugin = apps.read_namespaced_daemon_set('hami-device-plugin', NAMESPACE)
-    assert plugin.spec.template.spec.node_selector == {'gpu': 'on'}
+    # the release's device-plugin pods run on exactly the nodes the role labelled, so the labels the role sets and
+    # the node selector it hands the chart agree (Kubernetes places the DaemonSet's pods). What the chart renders from
+    # the values and what HAMi then does with them (split count, memory scaling, its scheduler) is the chart's and
+    # HAMi's, not checked here: with the stand-in chart it would only read back the stand-in's own templates
     pods = core.list_namespaced_pod(NAMESPACE, label_selector='app.kubernetes.io/component=hami-device-plugin').items
     assert sorted(p.spec.node_name for p in pods if p.status.phase == 'Running') == sorted(HAMI_NODES)
-    assert apps.read_namespaced_deployment('hami-scheduler', NAMESPACE).spec.replicas == 1
 
     before = snapshot(core, custom)
     rc, results, raw = run_role(testbed.kubeconfig, 'hami', variables)
@@ -125,13 +129,18 @@ def test_install_then_idempotent(testbed, core, custom, apps, chart, helm):
 
 
 def test_a_value_change_upgrades_the_release(testbed, core, custom, chart, helm):
+    """A changed split count becomes a new revision of the same release with the new value and the others kept;
+    nothing else changes (what HAMi does with the value is HAMi's: not checked here)."""
     policy_spec = get_policy(custom)['spec']
+    status = json.loads(helm_run(testbed, helm, 'status', 'hami', '-n', NAMESPACE, '-o', 'json'))
+    values = json.loads(helm_run(testbed, helm, 'get', 'values', 'hami', '-n', NAMESPACE, '-o', 'json'))
     rc, results, raw = run_role(testbed.kubeconfig, 'hami', base_vars(chart, helm, hami_device_split_count=8))
     assert rc == 0, raw[-3000:]
     assert changed_tasks(results) == ['present | Install HAMi'], changed_tasks(results)
-    device_config = yaml.safe_load(core.read_namespaced_config_map('hami-scheduler-device', NAMESPACE)
-                                   .data['device-config.yaml'])['nvidia']
-    assert device_config['deviceSplitCount'] == 8
+    upgraded = json.loads(helm_run(testbed, helm, 'status', 'hami', '-n', NAMESPACE, '-o', 'json'))
+    assert (upgraded['version'], upgraded['info']['status']) == (status['version'] + 1, 'deployed')
+    values['devicePlugin']['deviceSplitCount'] = 8
+    assert json.loads(helm_run(testbed, helm, 'get', 'values', 'hami', '-n', NAMESPACE, '-o', 'json')) == values
     assert get_policy(custom)['spec'] == policy_spec
 
 

@@ -18,6 +18,8 @@ from kubernetes import client
 
 import conftest
 from ansible_run import include, run_play_stats
+from cluster_snapshot import changes, settled_snapshot
+from cluster_snapshot import snapshot as cluster_snapshot
 from policy_helpers import CP, DEDICATED, GPU_TOL, INSTALL_ROLES, INSTALL_VARS
 from role_cases import assert_failed, failure_cases
 
@@ -396,10 +398,16 @@ def test_uninstall_removes_what_gpuops_created_and_leaves_user_objects(testbed, 
         c['metadata']['name'] for c in items(custom, 'catalogsources', 'openshift-marketplace'))
 
 
-def test_second_uninstall_changes_nothing(testbed, package_api, custom, core, user_objects):
+def test_second_uninstall_changes_nothing(testbed, package_api, custom, core, user_objects, api_client):
+    """The second uninstall reports no change and writes nothing: every object of the cluster, compared before and
+    after (cluster_snapshot: what the cluster rewrites by itself left out), as the other idempotence tests compare
+    theirs; a run that re-deleted, recreated or patched anything while reporting ok fails here."""
+    before = settled_snapshot(api_client, what='the cluster after the uninstall')
     rc, _results, stats, raw = run_play_stats(testbed.kubeconfig, UNINSTALL)
     assert rc == 0, raw
     assert stats.get('changed') == 0, raw
+    changed, _moved = changes(before, cluster_snapshot(api_client))
+    assert changed == [], changed
 
 
 def test_install_again_after_uninstall_converges(testbed, package_api, custom, core, user_objects):

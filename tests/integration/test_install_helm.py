@@ -15,6 +15,8 @@ from ansible_collections.gpuops.gpu.plugins.module_utils.plans.mirror_air_gap im
 from ansible_collections.gpuops.gpu.plugins.module_utils.plans.mirror import mirror_plan
 from ansible_run import include, run_play_stats
 from cluster_policy_example import gpu_operator_module_dir
+from cluster_snapshot import changes, settled_snapshot
+from cluster_snapshot import snapshot as cluster_snapshot
 from policy_helpers import CP, DEDICATED, GPU_TOL, INSTALL_ROLES, INSTALL_VARS, MANAGED
 
 
@@ -241,7 +243,7 @@ def uninstall_vars(helm):
 
 
 def test_helm_uninstall_check_mode_then_removes_only_ours_then_no_change(
-        testbed, variables, uninstall_vars, core, apps, custom):
+        testbed, variables, uninstall_vars, core, apps, custom, api_client):
     # a ConfigMap of the user's and one gpuops.gpu wrote (as the MIG and sharing roles do), in the operator namespace
     for name, labels in (('gpuops-test-users', {'team': 'ml'}), ('gpuops-test-ours', dict(MANAGED))):
         core.create_namespaced_config_map('gpu-operator', {'metadata': {'name': name, 'labels': labels}, 'data': {}})
@@ -270,5 +272,9 @@ def test_helm_uninstall_check_mode_then_removes_only_ours_then_no_change(
     assert stack(custom, core, apps) == dict(before, releases={}, policies=[], drivers=[], workloads=[],
                                              config_maps=['gpuops-test-users'])
 
+    # a second uninstall reports no change and writes nothing: every object of the cluster compared before and after
+    before = settled_snapshot(api_client, what='the cluster after the uninstall')
     rc, _results, stats, raw = run_play_stats(testbed.kubeconfig, UNINSTALL, vars=uninstall_vars)
     assert rc == 0 and stats.get('changed') == 0, raw
+    changed, _moved = changes(before, cluster_snapshot(api_client))
+    assert changed == [], changed

@@ -28,11 +28,19 @@ NFD_NS = 'openshift-nfd'
 NFD_OLD = 'nfd.4.18.0-202509100907'
 NFD_NEW = 'nfd.4.18.0-202510211040'
 NFD_API = ('nfd.openshift.io', 'v1', NFD_NS, 'nodefeaturediscoveries')
+GPU_NODES = ['t4-0', 't4-1']  # tests/testbed/configs/upgrade.yaml
+UPGRADE_STATE = 'nvidia.com/gpu-driver-upgrade-state'
 ROLE = [include('upgrade')]
 VARS = {'upgrade_gpu_operator_csv': NEW, 'upgrade_poll_interval': 1, 'upgrade_ready_timeout': 180,
         'upgrade_wait_timeout': 120}
 POLICY = {'auto_upgrade': True, 'max_parallel_upgrades': 1, 'max_unavailable': '50%',
           'drain': {'enable': True, 'timeout_seconds': 300, 'delete_empty_dir': False}}
+
+
+def driver_upgrade_states(core):
+    """[{'node', 'state'}] of the nodes labelled nvidia.com/gpu-driver-upgrade-state, by name, read from the API."""
+    labelled = [(n.metadata.name, (n.metadata.labels or {}).get(UPGRADE_STATE)) for n in core.list_node().items]
+    return [{'node': name, 'state': state} for name, state in sorted(labelled) if state is not None]
 
 
 def items(custom, plural, namespace=GPU_NS):
@@ -131,7 +139,7 @@ def test_an_upgrade_that_cannot_go_ahead_stops_before_any_write(testbed, install
     assert approved(installed) == [(OLD,)]
 
 
-def test_upgrade_approves_only_the_targets_install_plan(testbed, installed):
+def test_upgrade_approves_only_the_targets_install_plan(testbed, installed, core):
     rc, results, _stats, raw = run_play_stats(testbed.kubeconfig, ROLE, vars=dict(
         VARS, upgrade_driver_upgrade_policy=POLICY))
     assert rc == 0, raw[-4000:]
@@ -150,7 +158,10 @@ def test_upgrade_approves_only_the_targets_install_plan(testbed, installed):
     assert upgrade_policy['drain'] == {'enable': True, 'force': False, 'timeoutSeconds': 300, 'deleteEmptyDir': False}
     summary = next(r for name, r in results.items() if name.endswith('driver upgrade state per node'))
     assert summary['msg']['installed'] == [NEW] and summary['msg']['cluster_policy'] == 'ready'
-    assert isinstance(summary['msg']['driver_upgrade_state'], list)
+    # each GPU node with the state the operator's upgrade controller wrote on it (it labels every GPU node while
+    # autoUpgrade is on), as the nodes carry it now
+    assert summary['msg']['driver_upgrade_state'] == driver_upgrade_states(core)
+    assert [n['node'] for n in summary['msg']['driver_upgrade_state']] == GPU_NODES
 
 
 def test_rerun_at_the_target_changes_nothing(testbed, installed):

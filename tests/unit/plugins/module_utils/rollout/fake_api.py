@@ -54,7 +54,8 @@ def gpu_pod(name, node_name, namespace='ml'):
 
 
 class FakeApi(object):
-    """CoreV1Api and PolicyV1Api in one. ``blocked``: pod names whose eviction a PDB refuses (429);
+    """CoreV1Api and PolicyV1Api in one, with CustomObjectsApi's ClusterPolicy and Lease calls and ConfigMap
+    reads (``config_maps``, written only by the test). ``blocked``: pod names whose eviction a PDB refuses (429);
     ``failures``: {method name: [exceptions to raise on the next calls]}."""
 
     def __init__(self, nodes, pods=(), blocked=()):
@@ -68,6 +69,11 @@ class FakeApi(object):
         self.deleted = []
         self.leases = {}
         self.policies = []  # ClusterPolicies (where the rollout lock lives: their status.namespace)
+        self.config_maps = {}  # (namespace, name) -> ConfigMap, read only
+
+    def writes(self):
+        """Every write this API took (node patches, Events, evictions, pod deletions, Leases): [] when none."""
+        return self.patches + self.events + self.evicted + self.deleted + sorted(self.leases)
 
     def _fail(self, method):
         pending = self.failures.get(method)
@@ -119,6 +125,18 @@ class FakeApi(object):
     def list_cluster_custom_object(self, group, version, plural, **kwargs):
         assert plural == 'clusterpolicies'
         return Resp({'items': copy.deepcopy(self.policies)})
+
+    def get_cluster_custom_object(self, group, version, plural, name, **kwargs):
+        assert plural == 'clusterpolicies'
+        found = [p for p in self.policies if p['metadata']['name'] == name]
+        if not found:
+            raise api_error(404, 'Not Found')
+        return Resp(found[0])
+
+    def read_namespaced_config_map(self, name, namespace, **kwargs):
+        if (namespace, name) not in self.config_maps:
+            raise api_error(404, 'Not Found')
+        return Resp(self.config_maps[(namespace, name)])
 
     # the rollout lock's Lease (CustomObjectsApi), one object per (namespace, name)
     def get_namespaced_custom_object(self, group, version, namespace, plural, name, **kwargs):
