@@ -18,8 +18,14 @@ description:
     echoed in one. Ansible itself templates a variable's value when it is used (ansible-core 2.19 and later also
     for values from vars files), which is how a secret would be changed or shown.
   - A value that is exactly one variable reference, C({{ name }}), is followed to the value of that variable,
-    read the same literal way (the usual C(password "{{ vault_password }}") pattern). Any other value, with or
-    without C({{), is the secret itself.
+    read the same literal way (the usual C(password "{{ vault_password }}") pattern).
+  - A value that, after those references, is still a Jinja expression fails, naming the variable (never the
+    value), so that the text of a lookup is never stored as the secret. It is an expression when the whole value
+    is one C({{ ... }}) (such as C({{ lookup('community.hashi_vault.vault_kv2_get', ...) }}) or
+    C({{ vault_x | trim }})) or when a C({{ ... }}) in it calls C(lookup), C(query) or C(q). Resolve such a
+    secret first, in a C(no_log) task (C(ansible.builtin.set_fact) of a variable to the lookup, then refer to
+    that variable), or pass it in an environment variable of O(env) or a vars file.
+  - Any other value, with or without C({{), is the secret itself (C(Pw{{ 6*7 }}x)).
   - When the variable is empty or not defined, the first non-empty environment variable of O(env) on the
     controller is taken, literally (an AWX/AAP credential injects secrets as environment variables).
   - A value that is not a string (numbers are turned into strings) fails with the variable's name, never the value.
@@ -65,6 +71,12 @@ from ansible.utils.unsafe_proxy import wrap_var
 # exactly one variable reference: '{{ name }}' (the whole value)
 _REFERENCE = re.compile(r'^\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}$')
 _MAX_REFERENCES = 10
+# still Jinja after the references: a whole '{{ ... }}', or a '{{ ... }}' that calls a lookup
+_EXPRESSION = re.compile(r'^\s*\{\{.*\}\}\s*$', re.DOTALL)
+_LOOKUP_CALL = re.compile(r'\{\{[^}]*\b(lookup|query|q)\s*\(')
+_RESOLVE_FIRST = ('%s is a Jinja expression, which is never templated here (its text would become the secret): '
+                  'resolve it first in a no_log task (set_fact of a variable to the lookup, then refer to that '
+                  'variable with {{ name }}), or pass the secret in an environment variable or a vars file')
 
 
 def _text(name, value):
@@ -90,6 +102,8 @@ def literal(name, variables, env=(), environ=None, default=''):
         text = _text(seen[-1] if seen else name, value)
         match = _REFERENCE.match(text)
         if not match:
+            if _EXPRESSION.match(text) or _LOOKUP_CALL.search(text):
+                raise ValueError(_RESOLVE_FIRST % ''.join([name] + [' through {{ %s }}' % ref for ref in seen]))
             if text:
                 return text
             break

@@ -33,6 +33,13 @@ attributes:
   diff_mode:
     support: full
     details: Shows the label changes per node.
+seealso:
+  - module: gpuops.gpu.sharing_rollout
+    description: The same rollout for GPU sharing profiles (time-slicing, MPS).
+  - module: gpuops.gpu.rollout_lock
+    description: The lock this module takes; hold it across several tasks.
+  - module: gpuops.gpu.gpu_nodes_info
+    description: The GPU nodes, their MIG configuration and state, read-only.
 options:
   assignments:
     description:
@@ -165,6 +172,37 @@ plan:
   returned: check mode
   type: list
   elements: dict
+  contains:
+    batch:
+      description: The batch number, from 1.
+      type: int
+    nodes:
+      description: The nodes of the batch.
+      type: list
+      elements: dict
+      contains:
+        node:
+          description: The node.
+          type: str
+        from:
+          description: The MIG configuration now (C(nvidia.com/mig.config)).
+          type: str
+        to:
+          description: The MIG configuration assigned.
+          type: str
+        resume:
+          description: Whether an earlier run left this node half-way (it is resumed).
+          type: bool
+        pods_to_evict:
+          description: Pods the drain would evict, C(namespace/name).
+          type: list
+          elements: str
+        blocking_pdbs:
+          description: PodDisruptionBudgets that would block those evictions now, C(namespace/name).
+          type: list
+          elements: str
+  sample: [{"batch": 1, "nodes": [{"node": "a100-0", "from": "all-disabled", "to": "all-1g.5gb", "resume": false,
+            "pods_to_evict": ["team-a/train-0"], "blocking_pdbs": []}]}]
 lock:
   description:
     - Check mode only - the rollout lock (lease C(namespace/gpuops-gpu-rollout)) as read, not taken. C(state) is
@@ -180,10 +218,59 @@ nodes:
   returned: success or rollout failure
   type: list
   elements: dict
+  contains:
+    node:
+      description: The node.
+      type: str
+    from:
+      description: The MIG configuration now (C(nvidia.com/mig.config)).
+      type: str
+    to:
+      description: The MIG configuration assigned.
+      type: str
+    phase:
+      description:
+        - Where the node ended, C(done), C(failed) (held cordoned and annotated, with C(reason)) or C(gone) (deleted
+          during the rollout).
+      type: str
+    changed:
+      description: Whether the node was written to.
+      type: bool
+    evicted:
+      description: Pods evicted from it, C(namespace/name).
+      type: list
+      elements: str
+    cycled:
+      description: Whether its label was cycled because the node agent was stuck.
+      type: bool
+    detail:
+      description: What the last check of the node found, in words.
+      type: str
+    reason:
+      description: Why it was held (C(phase=failed)).
+      type: str
+      returned: when held
+    allocatable:
+      description: Its GPU resources as advertised after the change.
+      type: dict
+      returned: when verified
+    duration_s:
+      description: Seconds from its start to its end.
+      type: float
+    timeline:
+      description:
+        - UTC times (ISO 8601) of its steps, C(started), C(cordoned), C(drained), C(labelled), C(reported), C(verified),
+          C(uncordoned), those it went through.
+      type: dict
+  sample: [{"node": "a100-0", "from": "all-disabled", "to": "all-1g.5gb", "phase": "done", "changed": true,
+           "evicted": ["team-a/train-0"], "cycled": false, "detail": "", "allocatable": {"nvidia.com/mig-1g.5gb": "56"},
+           "duration_s": 74.2, "timeline": {"started": "2026-01-05T10:00:00.120Z", "uncordoned": "2026-01-05T10:01:14.310Z"}}]
+
 assignments:
   description: The resolved node to config map.
   returned: success
   type: dict
+  sample: {"a100-0": "all-1g.5gb", "a100-1": "all-1g.5gb"}
 mig_strategy:
   description: The MIG strategy the expected resources were computed for.
   returned: success
@@ -197,6 +284,7 @@ untouched:
   returned: failure
   type: list
   elements: str
+  sample: ["a100-2", "a100-3"]
 api_requests:
   description: Kubernetes API requests made (ClusterPolicy and ConfigMap reads, node reads and writes, evictions, Events).
   returned: success

@@ -44,6 +44,11 @@ attributes:
   diff_mode:
     support: full
     details: The lock's state, holder, purpose and nodes before and after.
+seealso:
+  - module: gpuops.gpu.mig_rollout
+    description: Takes the lock itself, or joins one held with O(gpuops.gpu.mig_rollout#module:lock_holder).
+  - module: gpuops.gpu.sharing_rollout
+    description: Takes the lock itself, or joins one held with O(gpuops.gpu.sharing_rollout#module:lock_holder).
 options:
   state:
     description: C(present) takes (or renews) the lock for O(holder); C(absent) releases it.

@@ -39,6 +39,13 @@ attributes:
   diff_mode:
     support: full
     details: Shows the label and allocatable changes per node.
+seealso:
+  - module: gpuops.gpu.mig_rollout
+    description: The same rollout for MIG geometries.
+  - module: gpuops.gpu.rollout_lock
+    description: The lock this module takes; hold it across several tasks.
+  - module: gpuops.gpu.gpu_nodes_info
+    description: The GPU nodes and their sharing profile, read-only.
 options:
   assignments:
     description:
@@ -182,6 +189,57 @@ plan:
   returned: check mode
   type: list
   elements: dict
+  contains:
+    batch:
+      description: The batch number, from 1.
+      type: int
+    nodes:
+      description: The nodes of the batch.
+      type: list
+      elements: dict
+      contains:
+        node:
+          description: The node.
+          type: str
+        from:
+          description: The node's profile now.
+          type: str
+        to:
+          description: The profile assigned.
+          type: str
+        resume:
+          description: Whether an earlier run left this node half-way (it is resumed).
+          type: bool
+        pods_to_evict:
+          description: Pods the drain would evict, C(namespace/name).
+          type: list
+          elements: str
+        blocking_pdbs:
+          description: PodDisruptionBudgets that would block those evictions now, C(namespace/name).
+          type: list
+          elements: str
+        label_from:
+          description: The node's C(nvidia.com/device-plugin.config) label now.
+          type: str
+        label_to:
+          description: The label after the rollout.
+          type: str
+        profile:
+          description: The profile of the ConfigMap the node gets (null for none).
+          type: str
+        restart_device_plugin:
+          description: Whether the node's device plugin pod is restarted.
+          type: bool
+        allocatable:
+          description: The node's GPU resources advertised now.
+          type: dict
+        expected_allocatable:
+          description: The GPU resources it is expected to advertise after the rollout.
+          type: dict
+  sample: [{"batch": 1, "nodes": [{"node": "t4-0", "from": null, "to": "time-sliced-4", "resume": false,
+            "pods_to_evict": [], "blocking_pdbs": [], "label_from": null, "label_to": "time-sliced-4",
+            "profile": "time-sliced-4", "restart_device_plugin": true, "allocatable": {"nvidia.com/gpu": "1"},
+            "expected_allocatable": {"nvidia.com/gpu": "4"}}]}]
 lock:
   description:
     - Check mode only - the rollout lock (lease C(namespace/gpuops-gpu-rollout)) as read, not taken. C(state) is
@@ -197,6 +255,60 @@ nodes:
   returned: success or rollout failure
   type: list
   elements: dict
+  contains:
+    node:
+      description: The node.
+      type: str
+    from:
+      description: The node's profile now.
+      type: str
+    to:
+      description: The profile assigned.
+      type: str
+    phase:
+      description:
+        - Where the node ended, C(done), C(failed) (held cordoned and annotated, with C(reason)) or C(gone) (deleted
+          during the rollout).
+      type: str
+    changed:
+      description: Whether the node was written to.
+      type: bool
+    evicted:
+      description: Pods evicted from it, C(namespace/name).
+      type: list
+      elements: str
+    cycled:
+      description: Whether its label was cycled because the node agent was stuck.
+      type: bool
+    detail:
+      description: What the last check of the node found, in words.
+      type: str
+    reason:
+      description: Why it was held (C(phase=failed)).
+      type: str
+      returned: when held
+    allocatable:
+      description: Its GPU resources as advertised after the change.
+      type: dict
+      returned: when verified
+    duration_s:
+      description: Seconds from its start to its end.
+      type: float
+    timeline:
+      description:
+        - UTC times (ISO 8601) of its steps, C(started), C(cordoned), C(drained), C(labelled), C(reported), C(verified),
+          C(uncordoned), those it went through.
+      type: dict
+    restarted:
+      description: Device plugin pods restarted for the node, C(namespace/name).
+      type: list
+      elements: str
+      returned: when a pod was restarted
+  sample: [{"node": "t4-0", "from": null, "to": "time-sliced-4", "phase": "done", "changed": true, "evicted": [],
+           "restarted": ["nvidia-gpu-operator/nvidia-device-plugin-daemonset-x7k2p"], "cycled": false, "detail": "",
+           "allocatable": {"nvidia.com/gpu": "4"}, "duration_s": 21.5,
+           "timeline": {"started": "2026-01-05T10:00:00.120Z", "uncordoned": "2026-01-05T10:00:21.620Z"}}]
+
 assignments:
   description: The resolved node to profile map (V(none) and V(default) as given).
   returned: success
@@ -227,6 +339,7 @@ untouched:
   returned: failure
   type: list
   elements: str
+  sample: ["t4-1"]
 api_requests:
   description: Kubernetes API requests made (node reads and writes, evictions, device-plugin pod restarts, Events).
   returned: success

@@ -38,7 +38,8 @@ from ansible.errors import AnsibleError
 from ansible.plugins.action import ActionBase
 from ansible.utils.vars import merge_hash
 
-from ansible_collections.gpuops.gpu.plugins.module_utils.rollout.progress import ALIVE_SUFFIX, new_lines, status_line
+from ansible_collections.gpuops.gpu.plugins.module_utils.rollout.progress import (
+    ALIVE_SUFFIX, labelled, new_lines, status_line)
 
 POLL_EVERY = 5.0     # seconds between two reads of the job and the progress file
 FIRST_POLL = 0.5     # the first read; the pause doubles up to POLL_EVERY
@@ -158,7 +159,7 @@ class _Watcher(object):
             return
         lines, self.seen = new_lines(self.data, self.seen)
         for line in lines:
-            self.display.display('  %s' % line)
+            self.display.display('  %s' % labelled(self.data, line))
         if final:
             return
         status = status_line(self.data, time.monotonic() - self.started)

@@ -25,6 +25,7 @@ __metaclass__ = type
 import copy
 import gc
 import json
+import os
 import threading
 
 from ansible_collections.gpuops.gpu.plugins.module_utils.common.errors import ApiError, status_of
@@ -178,6 +179,9 @@ class Connection(object):
         self._auth = None if auth is None else dict((k, v) for k, v in auth.items() if v is not None)
         self._counter = _Counter()
         self.client = None
+        # the kubeconfig context asked for (option, auth dict or kubernetes.core's environment variable)
+        self.context = ((getattr(module, 'params', None) or {}).get('context') or (auth or {}).get('context')
+                        or os.environ.get('K8S_AUTH_CONTEXT') or '') if module is not None or auth else ''
         self.timeout = timeout  # (connect, read) of every request; None: the client's (unbounded)
         if module is not None and timeout is None:
             self.timeout = request_timeout((getattr(module, 'params', None) or {}).get('api_timeout'))
@@ -218,6 +222,15 @@ class Connection(object):
         self.custom = CustomObjectsApi(api_client)
         self.policy = PolicyV1Api(api_client)
         self.batch = BatchV1Api(api_client)
+
+    def cluster_name(self):
+        """What names the cluster in progress lines, known without a request: the kubeconfig context asked for,
+        else the API server's host (``host:port``) once connected; '' when neither is known."""
+        if self.context:
+            return self.context
+        api_client = getattr(getattr(self.__dict__.get('client'), 'client', None), 'client', None)
+        host = getattr(getattr(api_client, 'configuration', None), 'host', None) or ''
+        return host.split('://', 1)[-1].split('/', 1)[0]
 
     @property
     def requests(self):

@@ -350,6 +350,7 @@ class NodeRollout(object):
 
     def _run_work(self, work, batches, nodes_by_name, result):
         if batches:  # workers + the watch + the event posters
+            self.progress.start(self.conn.cluster_name(), len(work))
             self.api.conn = self.conn.pooled(min(max(len(b) for b in batches), MAX_WORKERS) + 3)
         if batches and self.api.nodes_version:
             self.api.follow(nodes_by_name[n] for n in work)

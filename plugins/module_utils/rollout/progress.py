@@ -8,8 +8,10 @@ A rollout module runs for as long as its fleet takes, and Ansible shows nothing 
 ends. So the module (``Progress``) rewrites a small JSON file as it goes: the batch it is in, each
 node's phase, and the engine's messages, numbered. The action plugin of the module
 (plugins/plugin_utils/rollout_progress.py) runs the module asynchronously, reads that file every few
-seconds and prints what is new (``new_lines``) and a status line (``status_line``), so progress
-shows from ``ansible-playbook`` and in an AWX job's output alike.
+seconds and prints what is new (``new_lines``, each named after the cluster: ``labelled``) and a status line
+(``status_line``: the cluster, nodes done of the total and an estimate of the time left, ``eta_seconds``), so
+progress shows from ``ansible-playbook`` and in an AWX job's output alike, and the lines of rollouts on several
+clusters at once can be told apart.
 
 Also here: the node timeline (``TIMELINE``: when each node was cordoned, drained, labelled,
 reported success, verified and uncordoned). The summary table and the set_stats artifact the rollout
@@ -73,7 +75,7 @@ class Progress(object):
         self.lock = threading.Lock()
         self.data = {'format': FORMAT, 'pid': os.getpid(), 'kind': kind, 'seq': 0, 'messages': [],
                      'batch': 0, 'batches': 0, 'nodes': {}, 'reasons': {}, 'done': 0, 'updated': utc_iso()}
-        self.written, self.dirty = 0.0, False
+        self.written, self.dirty, self.rolling_since = 0.0, False, None
         if path and threading.current_thread() is threading.main_thread():
             # the action plugin stops an abandoned run (see _stop) with the pid it reads in the file: the
             # handler is in place before the file names the pid
@@ -105,6 +107,14 @@ class Progress(object):
             self.data['messages'] = (self.data['messages'] + [[self.data['seq'], text]])[-KEEP_MESSAGES:]
             self._write()
 
+    def start(self, cluster, total):
+        """The rollout begins its first batch: the cluster it runs on (a name, '' when unknown) and the nodes it
+        changes in all; from now on each write records for how long it has been rolling (``rolling_s``)."""
+        with self.lock:
+            self.rolling_since = time.monotonic()
+            self.data.update(cluster=cluster or '', total=total)
+            self._write()
+
     def batch(self, index, total, names):
         with self.lock:
             self.data.update(batch=index, batches=total, nodes=dict((n, 'cordon') for n in names), reasons={})
@@ -129,6 +139,8 @@ class Progress(object):
 
     def _write(self):
         self.written, self.dirty = time.monotonic(), False
+        if self.rolling_since is not None:
+            self.data['rolling_s'] = round(self.written - self.rolling_since, 1)
         if not self.path:
             return
         self.data['updated'] = utc_iso()
@@ -161,11 +173,27 @@ def new_lines(data, seen):
     return [text for _seq, text in fresh], max([seen] + [seq for seq, _text in fresh])
 
 
+def labelled(data, text):
+    """An engine message as printed: ``[cluster] text`` once the progress names the cluster, else the text."""
+    cluster = (data or {}).get('cluster')
+    return '[%s] %s' % (cluster, text) if cluster else text
+
+
+def eta_seconds(done, total, rolling_s):
+    """The time left, estimated from the pace so far (``done`` of ``total`` nodes in ``rolling_s`` seconds);
+    None before the first node is done or without a total."""
+    if not total or not done or rolling_s is None or rolling_s <= 0:
+        return None
+    return max(0.0, rolling_s / done * (total - done))
+
+
 def status_line(data, elapsed):
-    """One line: where the rollout is, e.g.
-    ``mig rollout 2m10s: batch 2/5 · draining: a, b · waiting for the node agent: c · done: 4 · held: d (why)``."""
+    """One line: where the rollout is, e.g. ``mig rollout on prod-a 2m10s, about 8m00s left: batch 2/5 ·
+    draining: a, b · waiting for the node agent: c · held: d (why) · done: 4/20``. The part after the first ': '
+    changes only when the rollout moves (the action prints the line again then, or after its heartbeat)."""
     data = data or {}
-    head = '%s rollout %s' % (data.get('kind') or 'gpu', duration_words(elapsed))
+    head = '%s rollout%s %s' % (data.get('kind') or 'gpu', ' on %s' % data['cluster'] if data.get('cluster') else '',
+                                duration_words(elapsed))
     if not data.get('batches'):
         return head + ': planning (or waiting for the rollout lock)'
     parts = ['batch %d/%d' % (data['batch'], data['batches'])]
@@ -180,5 +208,9 @@ def status_line(data, elapsed):
         if phase == 'failed':
             names = ['%s (%s)' % (n, reasons.get(n, 'no reason recorded')) for n in names]
         parts.append('%s: %s' % (words, ', '.join(names)))
-    parts.append('done: %d' % (data.get('done', 0) + len(by_phase.get('done', []))))
+    done = data.get('done', 0) + len(by_phase.get('done', []))
+    parts.append('done: %d/%d' % (done, data['total']) if data.get('total') else 'done: %d' % done)
+    left = eta_seconds(done, data.get('total'), data.get('rolling_s'))
+    if left is not None:
+        head += ', about %s left' % duration_words(left)
     return '%s: %s' % (head, ' · '.join(parts))

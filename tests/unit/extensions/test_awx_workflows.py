@@ -4,8 +4,9 @@
 """What the AWX objects mean, beyond their option names and types (test_awx_argspec.py): each job template's
 cluster account is the least one docs/rbac.md allows for its playbook; the templates prompt for inventory and
 credentials; the workflows are plan (check) -> approval -> apply -> validate -> report and install -> mig ->
-sharing -> validate -> report, and every prompt a node sets is one its template accepts; failures notify, with
-no literal secret; the nightly schedules are rrules AWX parses."""
+sharing -> validate -> report, every prompt a node sets is one its template accepts, and every job node is bound
+to the workflow's cluster (its inventory and its least account; no inventory at launch); failures notify, with
+no literal secret; the nightly schedules are rrules AWX parses, bound to their cluster and shipped disabled."""
 
 from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
@@ -34,6 +35,7 @@ CREDENTIALS = dict((c['name'], c) for c in _load('credentials.yml')['controller_
 NOTIFICATIONS = dict((n['name'], n) for n in _load('notifications.yml')['controller_notifications'])
 SCHEDULES = _load('schedules.yml')['controller_schedules']
 BEARER = 'OpenShift or Kubernetes API Bearer Token'
+CLUSTER = '{{ gpuops_awx_cluster }}'
 # least privilege first (docs/rbac.md)
 ACCOUNTS = ('report', 'rollout', 'install')
 # the prompt a workflow node (or a schedule) sets -> the job template field that must allow it
@@ -59,7 +61,7 @@ def cluster_account(template):
     """The account of the template's bearer-token credential (the one of credentials.yml it names)."""
     cluster = [c for c in template.get('credentials') or [] if CREDENTIALS[c]['credential_type'] == BEARER]
     assert len(cluster) == 1, '%s: exactly one cluster credential, got %s' % (template['name'], cluster)
-    match = re.match(r'^gpuops\.gpu (\w+) account$', cluster[0])
+    match = re.match(r'^gpuops\.gpu \{\{ gpuops_awx_cluster \}\} (\w+) account$', cluster[0])
     assert match and match.group(1) in ACCOUNTS, cluster[0]
     return match.group(1)
 
@@ -75,7 +77,7 @@ def least_account(playbook, table):
 def test_each_account_has_its_own_credential_with_a_vaulted_token():
     tokens = {}
     for account in ACCOUNTS:
-        credential = CREDENTIALS['gpuops.gpu %s account' % account]
+        credential = CREDENTIALS['gpuops.gpu %s %s account' % (CLUSTER, account)]
         assert credential['credential_type'] == BEARER
         tokens[account] = credential['inputs']['bearer_token']
         assert tokens[account] == '{{ vault_gpuops_%s_token }}' % account
@@ -94,7 +96,7 @@ def test_the_account_check_can_fail():
     assert table['playbooks/report.yml'] == ['report'] and table['playbooks/mig.yml'] == ['rollout']
     assert least_account('playbooks/validate.yml', table) == 'install'
     assert least_account('playbooks/mig.yml', {'playbooks/mig.yml': ['install', 'rollout']}) == 'rollout'
-    wrong = dict(TEMPLATES['gpuops.gpu mig'], credentials=['gpuops.gpu install account'])
+    wrong = dict(TEMPLATES['gpuops.gpu mig'], credentials=['gpuops.gpu %s install account' % CLUSTER])
     assert cluster_account(wrong) != least_account(wrong['playbook'], table)
 
 
@@ -157,7 +159,7 @@ def chain(workflow):
 
 @pytest.mark.parametrize('kind', ['mig', 'sharing'])
 def test_rollout_workflow_is_plan_approve_apply_validate_report(kind):
-    workflow = WORKFLOWS['gpuops.gpu %s workflow' % kind]
+    workflow = WORKFLOWS['gpuops.gpu %s %s workflow' % (CLUSTER, kind)]
     rollout = 'gpuops.gpu %s' % kind
     assert chain(workflow) == [(rollout, 'check'), ('approval', None), (rollout, 'run'),
                                ('gpuops.gpu validate', 'run'), ('gpuops.gpu report', 'run')]
@@ -170,7 +172,7 @@ def test_rollout_workflow_is_plan_approve_apply_validate_report(kind):
 
 
 def test_new_cluster_workflow_is_install_mig_sharing_validate_report():
-    assert chain(WORKFLOWS['gpuops.gpu new cluster workflow']) == [
+    assert chain(WORKFLOWS['gpuops.gpu %s new cluster workflow' % CLUSTER]) == [
         ('gpuops.gpu install', 'run'), ('gpuops.gpu mig', 'run'), ('gpuops.gpu sharing', 'run'),
         ('gpuops.gpu validate', 'run'), ('gpuops.gpu report', 'run')]
 
@@ -180,15 +182,55 @@ def test_workflow_nodes_set_only_prompts_their_templates_accept(name):
     workflow = WORKFLOWS[name]
     errors = [e for node in workflow['workflow_nodes'] for e in prompt_errors(node)]
     assert not errors, errors
-    # one workflow per cluster at most: it asks for the cluster's inventory and its variables at launch
-    assert workflow['ask_inventory_on_launch'] is True and workflow['ask_variables_on_launch'] is True
+    assert workflow['ask_variables_on_launch'] is True
+
+
+def binding_errors(workflow):
+    """Why a workflow could reach another cluster than its own: it asks for an inventory at launch (AWX workflows
+    cannot prompt for credentials, so the credentials would stay those of its nodes), or a job node runs without
+    its cluster's inventory or with another account than its template's (that cluster's least one)."""
+    match = re.match(r'^gpuops\.gpu (.+) (mig|sharing|new cluster) workflow$', workflow['name'])
+    if not match:
+        return ['%s: a workflow is named after its cluster' % workflow['name']]
+    cluster = match.group(1)
+    errors = []
+    if workflow.get('ask_inventory_on_launch') or workflow.get('inventory') != 'gpuops.gpu %s' % cluster:
+        errors.append('%s: the cluster inventory, not one picked at launch' % workflow['name'])
+    for node in workflow['workflow_nodes']:
+        template = node_template(node)
+        if template is None:
+            continue
+        if (node.get('inventory') or {}).get('name') != 'gpuops.gpu %s' % cluster:
+            errors.append('%s: inventory %s' % (node['identifier'], node.get('inventory')))
+        names = [c['name'] for c in (node.get('related') or {}).get('credentials') or []]
+        expected = 'gpuops.gpu %s %s account' % (cluster, least_account(template['playbook'], rbac_accounts()))
+        if names != [expected]:
+            errors.append('%s: credentials %s, expected [%s]' % (node['identifier'], names, expected))
+    return errors
+
+
+@pytest.mark.parametrize('name', sorted(WORKFLOWS))
+def test_every_job_node_is_bound_to_the_workflows_cluster(name):
+    assert binding_errors(WORKFLOWS[name]) == []
+    assert set(CREDENTIALS) >= set(c['name'] for n in WORKFLOWS[name]['workflow_nodes']
+                                   for c in (n.get('related') or {}).get('credentials') or [])
+
+
+def test_the_binding_check_can_fail():
+    workflow = yaml.safe_load(yaml.safe_dump(WORKFLOWS['gpuops.gpu %s mig workflow' % CLUSTER]))
+    workflow['ask_inventory_on_launch'] = True
+    apply_node = nodes(workflow)['apply']
+    apply_node['related']['credentials'] = [{'name': 'gpuops.gpu other rollout account'}]
+    del nodes(workflow)['report']['inventory']
+    nodes(workflow)['validate']['related']['credentials'].append({'name': 'gpuops.gpu %s report account' % CLUSTER})
+    assert len(binding_errors(workflow)) == 4
 
 
 def test_the_workflow_checks_can_fail():
     node = {'identifier': 'plan', 'unified_job_template': {'name': 'gpuops.gpu report', 'type': 'job_template'},
             'diff_mode': True, 'extra_data': {'x': 1}}
     assert len(prompt_errors(node)) == 2, 'report asks for neither diff mode nor variables'
-    broken = dict(WORKFLOWS['gpuops.gpu mig workflow'])
+    broken = dict(WORKFLOWS['gpuops.gpu %s mig workflow' % CLUSTER])
     broken['workflow_nodes'] = [n for n in broken['workflow_nodes'] if n['identifier'] != 'approve']
     with pytest.raises((KeyError, AssertionError)):
         chain(broken)
@@ -232,7 +274,16 @@ def test_nightly_schedule_is_a_daily_rrule_awx_parses(schedule):
     text = jinja2.Template(schedule['rrule'], undefined=jinja2.StrictUndefined).render(SETTINGS)
     first, second = parse_rrule(text)
     assert (second - first).total_seconds() == 24 * 3600 and first.hour < 6, 'nightly: %s' % text
-    assert schedule['unified_job_template'] in TEMPLATES and schedule['enabled'] is True
+    assert schedule['unified_job_template'] in TEMPLATES
+    # shipped disabled: a nightly run takes GPUs with the install account and pulls the validation image
+    assert schedule['enabled'] is False, '%s ships enabled' % schedule['name']
+    # bound to its cluster: its inventory and the least account of its template
+    template = TEMPLATES[schedule['unified_job_template']]
+    assert schedule['name'].startswith('gpuops.gpu %s ' % CLUSTER) and schedule['inventory'] == 'gpuops.gpu %s' % CLUSTER
+    least = least_account(template['playbook'], rbac_accounts())
+    assert schedule['credentials'] == ['gpuops.gpu %s %s account' % (CLUSTER, least)]
+    assert not prompt_errors(dict(schedule, identifier=schedule['name'], unified_job_template={
+        'name': template['name'], 'type': 'job_template'}))
 
 
 def test_schedules_cover_report_and_validate_and_the_parser_can_fail():

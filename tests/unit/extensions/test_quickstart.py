@@ -87,12 +87,17 @@ def test_every_playbook_job_template_and_workflow_named_exists():
     assert len(playbooks) >= 8
     missing = [p for p in playbooks if not os.path.exists(os.path.join(REPO, 'playbooks', p.split('.')[-1] + '.yml'))]
     assert not missing
-    templates = {t['name'] for t in yaml.safe_load(_read('extensions', 'awx', 'job_templates.yml'))['controller_templates']}
-    templates |= {w['name'] for w in yaml.safe_load(_read('extensions', 'awx', 'workflows.yml'))['controller_workflows']}
-    named = set(re.findall(r'\*\*(gpuops\.gpu [\w ]+?)\*\*', TEXT))
+    # the names as AWX stores them, for the cluster of settings.yml (the page's example cluster)
+    cluster = yaml.safe_load(_read('extensions', 'awx', 'settings.yml'))['gpuops_awx_cluster']
+
+    def names(text, key):
+        return {o['name'].replace('{{ gpuops_awx_cluster }}', cluster) for o in yaml.safe_load(text)[key]}
+    templates = names(_read('extensions', 'awx', 'job_templates.yml'), 'controller_templates')
+    templates |= names(_read('extensions', 'awx', 'workflows.yml'), 'controller_workflows')
+    named = set(re.findall(r'\*\*(gpuops\.gpu [\w -]+?)\*\*', TEXT))
     assert named and named <= templates, named - templates
-    credentials = {c['name'] for c in yaml.safe_load(_read('extensions', 'awx', 'credentials.yml'))['controller_credentials']}
-    named = set(re.findall(r'`(gpuops\.gpu [\w ]+? account)`', TEXT))
+    credentials = names(_read('extensions', 'awx', 'credentials.yml'), 'controller_credentials')
+    named = set(re.findall(r'`(gpuops\.gpu [\w -]+? account)`', TEXT))
     assert named and named <= credentials, named - credentials
 
 

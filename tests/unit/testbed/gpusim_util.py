@@ -7,7 +7,6 @@ from gpusim import contract as C
 from gpusim.catalog import Catalog
 
 
-
 def catalog_dump():
     """The collection's MIG-capable catalog rows in the shape of tests/testbed/build.sh's dump of NVIDIA's
     mock NVML: the simulator's own logic under test over known GPUs, without the Go build. (The simulator

@@ -13,10 +13,47 @@ import pytest
 from ansible_collections.gpuops.gpu.plugins.lookup.secret_var import literal
 
 
-@pytest.mark.parametrize('value', ['Pw{{ 6*7 }}x', 'Pw{{ undefined_name }}x', '{% raw %}{{', '{{ a }} {{ b }}',
-                                   '{{ lookup("env", "HOME") }}', '{{ 6*7 }}', "Pa55'\"\\$word"])
-def test_any_value_but_one_reference_is_the_secret_itself(value):
+@pytest.mark.parametrize('value', ['Pw{{ 6*7 }}x', 'Pw{{ undefined_name }}x', '{% raw %}{{', 'a}}{{b', '{{',
+                                   'x{{ a }} {{ b }}', 'lookup(x) {{', "Pa55'\"\\$word"])
+def test_any_value_but_a_reference_or_an_expression_is_the_secret_itself(value):
     assert literal('pw', {'pw': value, 'a': 'A', 'b': 'B'}) == value
+
+
+VAULT_LOOKUP = "{{ lookup('community.hashi_vault.vault_kv2_get', 'gpu/registry', token='Tok-SENTINEL-91').secret.pw }}"
+
+
+@pytest.mark.parametrize('variables, chain', [
+    ({'pw': VAULT_LOOKUP}, 'pw'),
+    ({'pw': '{{ vault_x }}', 'vault_x': VAULT_LOOKUP}, 'pw through {{ vault_x }}'),
+    ({'pw': '{{ a }}', 'a': '{{b}}', 'b': ' {{ vault_x | trim }}\n'}, 'pw through {{ a }} through {{ b }}'),
+    ({'pw': 'pre-{{ query("env", "Tok-SENTINEL-91") }}'}, 'pw'),
+    ({'pw': "{{ q('file', 'x') }}-post"}, 'pw'),
+    ({'pw': '{{ a }} {{ b }}'}, 'pw'),
+    ({'pw': '{{ 6*7 }}'}, 'pw'),
+])
+def test_a_value_still_holding_jinja_fails_with_how_to_pass_it(variables, chain):
+    with pytest.raises(ValueError) as info:
+        literal('pw', variables, ['ENV_PW'], environ={'ENV_PW': 'from-env'})
+    message = str(info.value)
+    assert message.startswith(chain + ' is a Jinja expression, which is never templated here')
+    assert 'set_fact' in message and 'no_log' in message and 'environment variable' in message
+    assert 'SENTINEL' not in message and 'lookup(' not in message and 'vault_kv2_get' not in message
+
+
+def test_a_resolved_secret_through_a_reference_is_taken_literally():
+    # what set_fact of a lookup leaves: the secret itself, even when it holds '{{'
+    assert literal('pw', {'pw': '{{ resolved }}', 'resolved': 'V{{ 6*7 }}v'}) == 'V{{ 6*7 }}v'
+
+
+def test_the_lookup_error_names_the_variable_never_the_value(monkeypatch):
+    from ansible.errors import AnsibleLookupError
+    from ansible_collections.gpuops.gpu.plugins.lookup.secret_var import LookupModule
+    monkeypatch.setattr(LookupModule, 'set_options', lambda self, **kwargs: None)
+    monkeypatch.setattr(LookupModule, 'get_option', lambda self, name: {'env': [], 'default': ''}[name])
+    with pytest.raises(AnsibleLookupError) as info:
+        LookupModule().run(['pw'], variables={'pw': '{{ vault_x }}', 'vault_x': VAULT_LOOKUP})
+    assert str(info.value).startswith('secret_var: pw through {{ vault_x }} is a Jinja expression')
+    assert 'SENTINEL' not in str(info.value)
 
 
 def test_one_reference_is_followed_literally():

@@ -232,3 +232,26 @@ def test_a_large_answer_is_frozen_a_small_one_is_not(monkeypatch):
     assert client.decode(b'{"a": 1}') == {'a': 1} and frozen == []
     big = json.dumps({'items': ['x' * 100] * (client.FREEZE_BYTES // 100)}).encode()
     assert len(client.decode(big)['items']) == client.FREEZE_BYTES // 100 and frozen == [1]
+
+
+class _Configured(object):
+    """kubernetes.core's client as Connection.open leaves it: client.client.client.configuration.host."""
+
+    def __init__(self, host):
+        config = type('Configuration', (), {'host': host})()
+        self.client = type('Dynamic', (), {'client': type('ApiClient', (), {'configuration': config})()})()
+
+
+def test_cluster_name_is_the_context_asked_for_else_the_api_servers_host(monkeypatch):
+    monkeypatch.delenv('K8S_AUTH_CONTEXT', raising=False)
+    assert client.Connection(auth={'context': 'prod-a', 'host': 'https://api.x:6443'}).cluster_name() == 'prod-a'
+    module = type('Module', (), {'params': {'context': 'prod-b'}})()
+    assert client.Connection(module=module).cluster_name() == 'prod-b'
+    monkeypatch.setenv('K8S_AUTH_CONTEXT', 'prod-c')
+    assert client.Connection(auth={'host': 'https://api.x:6443'}).cluster_name() == 'prod-c'
+    monkeypatch.delenv('K8S_AUTH_CONTEXT')
+    conn = client.Connection(auth={'host': 'https://api.x:6443'})
+    assert conn.cluster_name() == '', 'not connected yet: no request is made for a name'
+    conn.__dict__['client'] = _Configured('https://api.prod.example:6443/')
+    assert conn.cluster_name() == 'api.prod.example:6443'
+    assert client.Connection().cluster_name() == ''

@@ -107,6 +107,49 @@ class TestStatusLine(object):
             'mig rollout 2m10s: batch 2/4 · draining: a, b · waiting for the node agent: c · '
             'held: d (stuck after 600s: pending) · done: 6')
 
+    def test_the_cluster_done_of_total_and_the_time_left(self):
+        data = {'kind': 'sharing', 'cluster': 'prod-a', 'batch': 3, 'batches': 10, 'done': 4, 'total': 20,
+                'rolling_s': 240, 'nodes': {'x': 'done', 'y': 'drain'}}
+        # 5 of 20 done in 240 s: 48 s a node, 15 to go
+        assert pg.status_line(data, 250) == ('sharing rollout on prod-a 4m10s, about 12m00s left: batch 3/10 · '
+                                             'draining: y · done: 5/20')
+        assert pg.status_line(dict(data, done=0, nodes={'y': 'drain'}), 30) == (
+            'sharing rollout on prod-a 30s: batch 3/10 · draining: y · done: 0/20'), 'no estimate before a node is done'
+        assert pg.status_line({'kind': 'mig', 'cluster': 'api.b:6443'}, 3) == (
+            'mig rollout on api.b:6443 3s: planning (or waiting for the rollout lock)')
+
+    def test_the_estimate_leaves_the_part_the_action_compares_alone(self):
+        data = {'kind': 'mig', 'cluster': 'c', 'batch': 1, 'batches': 2, 'done': 1, 'total': 4, 'rolling_s': 10}
+        later = dict(data, rolling_s=30)
+        assert pg.status_line(data, 11) != pg.status_line(later, 31)
+        assert pg.status_line(data, 11).split(': ', 1)[1] == pg.status_line(later, 31).split(': ', 1)[1]
+
+
+@pytest.mark.parametrize('done, total, rolling_s, left', [
+    (0, 10, 100, None), (1, None, 100, None), (1, 0, 100, None), (2, 10, None, None), (2, 10, 0, None),
+    (2, 10, 100, 400.0), (10, 10, 500, 0.0), (12, 10, 600, 0.0)])
+def test_eta_seconds(done, total, rolling_s, left):
+    assert pg.eta_seconds(done, total, rolling_s) == left
+
+
+def test_engine_messages_are_labelled_with_the_cluster_once_known():
+    assert pg.labelled({'cluster': 'prod-a'}, 'batch 1/2: n1') == '[prod-a] batch 1/2: n1'
+    assert pg.labelled({'cluster': ''}, 'batch 1/2: n1') == 'batch 1/2: n1'
+    assert pg.labelled(None, 'x') == 'x'
+
+
+def test_start_records_the_cluster_the_total_and_the_time_rolling(tmp_path, monkeypatch):
+    path = tmp_path / 'p.json'
+    clock = [100.0]
+    monkeypatch.setattr(pg.time, 'monotonic', lambda: clock[0])
+    progress = pg.Progress(str(path), 'mig')
+    assert 'rolling_s' not in read(path) and 'cluster' not in read(path)
+    progress.start('prod-a', 12)
+    clock[0] = 160.0
+    progress.finished(3)
+    data = read(path)
+    assert (data['cluster'], data['total'], data['rolling_s'], data['done']) == ('prod-a', 12, 60.0, 3)
+
 
 def test_the_engine_fills_the_progress_file_and_the_timeline(tmp_path):
     api = FakeApi([node('n1'), node('n2'), node('n3')], pods=[gpu_pod('train-1', 'n1')])
@@ -124,6 +167,7 @@ def test_the_engine_fills_the_progress_file_and_the_timeline(tmp_path):
     assert texts[:2] == ['batch 1/2: n1, n2', 'batch 1/2 ended: n1 done, n2 done'], texts
     assert texts[2:] == ['batch 2/2: n3', 'batch 2/2 ended: n3 done'] and logged == texts
     assert (data['batch'], data['batches'], data['done'], data['nodes']) == (2, 2, 3, {})
+    assert (data['total'], data['cluster']) == (3, ''), 'a connection over fake APIs names no cluster'
     for st in result['nodes']:
         assert list(st['timeline']) == list(pg.TIMELINE_ORDER), st['timeline']
         assert sorted(st['timeline'].values()) == list(st['timeline'].values())
