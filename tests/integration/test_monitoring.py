@@ -104,13 +104,11 @@ def test_apply_then_idempotent(testbed, core, custom, apps):
     wait_until('the operator to mount gpuops-dcgm-metrics into the DCGM exporter', exporter_uses_our_metrics, 60)
     rule = custom.get_namespaced_custom_object('monitoring.coreos.com', 'v1', OP_NS, 'prometheusrules', 'gpuops-gpu-alerts')
     alerts = {r['alert']: r for g in rule['spec']['groups'] for r in g['rules']}
-    assert {'GPUXidError', 'GPUXidErrorCritical', 'GPUUnavailable', 'GPUMIGConfigFailed', 'GPUMIGConfigStuck',
-            'GPUMemoryAlmostFull', 'GPUMetricsDown', 'GPUVGPUUnlicensed'} <= set(alerts)
-    assert alerts['GPUVGPUUnlicensed']['expr'] == ('max by (Hostname, gpu, UUID) (label_replace('
-                                                   'DCGM_FI_DEV_VGPU_LICENSE_STATUS, "Hostname", "$1", "hostname", '
-                                                   '"(.+)")) == 0')
-    assert alerts['GPUMemoryAlmostFull']['expr'].strip().endswith('> 95')
-    assert '{{ $labels.Hostname }}' in alerts['GPUXidError']['annotations']['summary']
+    # applied with every alert; what the alerts do is evaluated by promtool in test_alerts.py
+    assert sorted(alerts) == ['GPUMIGConfigFailed', 'GPUMIGConfigStuck', 'GPUMemoryAlmostFull', 'GPUMetricsDown',
+                              'GPUTemperatureHigh', 'GPUUnavailable', 'GPUVGPUUnlicensed', 'GPUXidError',
+                              'GPUXidErrorCritical']
+    assert rule['metadata']['labels'] == {'app.kubernetes.io/managed-by': 'gpuops.gpu'}
     dashboard = core.read_namespaced_config_map('gpuops-gpu-dashboard', 'openshift-config-managed')
     assert dashboard.metadata.labels['console.openshift.io/dashboard'] == 'true'
     assert dashboard.metadata.labels['console.openshift.io/odc-dashboard'] == 'true'

@@ -10,7 +10,6 @@ import json
 import os
 import re
 
-import jinja2
 import pytest
 import yaml
 
@@ -294,43 +293,12 @@ def uncopied_metrics(expr):
             if not any(start < m.start() < end for start, end in spans)]
 
 
-def alert_rules(**variables):
-    env = jinja2.Environment(trim_blocks=True, undefined=jinja2.StrictUndefined)
-    env.filters['combine'] = lambda a, b: dict(a, **b)
-    env.filters['to_json'] = json.dumps
-    with open(os.path.join(ROLE_DIR, 'templates', 'prometheus-rule.yml.j2')) as f:
-        template = env.from_string(f.read())
-    values = dict(('monitoring_' + k, v) for k, v in role_settings(**variables).items())
-    rule = yaml.safe_load(template.render(__monitoring_operator_ns='gpu-operator', **values))
-    return dict((r['alert'], r) for group in rule['spec']['groups'] for r in group['rules'])
-
-
 def test_hostname_helpers_see_an_expression_without_the_copy():
     assert uncopied_metrics('max by (Hostname, gpu) (DCGM_FI_DEV_XID_ERRORS) > 0') == ['DCGM_FI_DEV_XID_ERRORS']
     assert uncopied_metrics('label_replace(DCGM_FI_DEV_GPU_TEMP, "Hostname", "$1", "host", "(.+)")') == [
         'DCGM_FI_DEV_GPU_TEMP']
     assert uncopied_metrics('label_replace(A{x="y"} / (DCGM_FI_DEV_FB_USED + B), "Hostname", "$1", "hostname", '
                             '"(.+)") > 9') == []
-
-
-def test_alerts_name_the_node_with_either_exporter_label():
-    alerts = alert_rules()
-    by_node = sorted(name for name, r in alerts.items()
-                     if 'Hostname' in r['expr'] or 'Hostname' in json.dumps(r['annotations']))
-    assert by_node == ['GPUMemoryAlmostFull', 'GPUTemperatureHigh', 'GPUVGPUUnlicensed', 'GPUXidError',
-                       'GPUXidErrorCritical']
-    for name in by_node:
-        expr = alerts[name]['expr']
-        assert hostname_copies(expr) and uncopied_metrics(expr) == [], (name, expr)
-        if ' by (' in expr:   # the copy comes before the grouping, which then keeps Hostname only
-            assert re.search(r'max by \(Hostname, gpu, UUID\) \(label_replace\(', expr), (name, expr)
-        assert '$labels.Hostname' in alerts[name]['annotations']['summary'], name
-        assert '$labels.hostname' not in json.dumps(alerts[name]['annotations']), name
-    assert alerts['GPUXidError']['expr'] == (
-        'max by (Hostname, gpu, UUID) (label_replace(DCGM_FI_DEV_XID_ERRORS, "Hostname", "$1", "hostname", "(.+)"))'
-        ' > 0')
-    assert alerts['GPUTemperatureHigh']['expr'].endswith('"hostname", "(.+)") > 90')
-    assert 'GPUVGPUUnlicensed' not in alert_rules(alert_vgpu_license=False)
 
 
 def dashboard_json():
