@@ -195,6 +195,14 @@ def geometry_errors(geometry, product, overrides=None):
     return _compute_errors(active, entry)
 
 
+def fits(geometry, entry):
+    """Whether ``geometry`` (profile -> count, profiles of ``entry``) can be created on one GPU: the rules of
+    geometry_errors (per-profile maxima, one media-extension instance, placement, compute slices)."""
+    geometry = nonzero(geometry)
+    return (not _limit_errors(geometry, entry) and find_placement(geometry, entry) is not None
+            and not _compute_errors(geometry, entry))
+
+
 def _instances(geometry, profiles):
     """One item per instance, most constrained first (largest, fewest starts)."""
     items = []

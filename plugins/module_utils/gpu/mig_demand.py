@@ -32,7 +32,9 @@ from ansible_collections.gpuops.gpu.plugins.module_utils.gpu.quota import REQUES
 from ansible_collections.gpuops.gpu.plugins.module_utils.gpu.sharing import SHARED_SUFFIX
 from ansible_collections.gpuops.gpu.plugins.module_utils.gpu.mig_demand_pool import (
     ConfigOptions, add_resources, build_groups, positive, split_pool)
-from ansible_collections.gpuops.gpu.plugins.module_utils.gpu.mig_demand_search import Search, greedy, plan_cost
+from ansible_collections.gpuops.gpu.plugins.module_utils.gpu.mig_demand_search import (
+    Search, changes_bound, greedy, plan_cost)
+from ansible_collections.gpuops.gpu.plugins.module_utils.gpu.mig_demand_shortfall import smallest_shortfall
 
 BUSY_POLICIES = ('keep', 'if_room', 'any')
 STRATEGIES = ('mixed', 'single')
@@ -258,7 +260,8 @@ def _reasons(shortfall, demand, after, groups, resources):
 def _empty(errors):
     return {'errors': errors, 'meetable': False, 'optimal': False, 'lower_bound': 0, 'demand': {},
             'capacity_before': {}, 'capacity_after': {}, 'shortfall': {}, 'reasons': [], 'changes': [],
-            'assignments': [], 'untouched': [], 'skipped': [], 'custom_configs': {}, 'search_steps': 0}
+            'assignments': [], 'untouched': [], 'skipped': [], 'custom_configs': {}, 'search_steps': 0,
+            'bounds': {'shortfall': 0, 'changes': 0, 'pods': 0}}
 
 
 def _overrides_errors(overrides):
@@ -285,21 +288,18 @@ def plan_mig_demand(nodes, document, demand, strategy='mixed', policy=None, over
     resources = sorted(r for r, qty in demand.items() if qty)
     deficit = [demand[r] - before.get(r, 0) for r in resources]
     groups = build_groups(candidates, catalog, resources, settings['busy_nodes'])
-    search = Search(groups, deficit, settings['search_budget'])
     counts = greedy(groups, deficit, [max(1, demand[r]) for r in resources])
-    bound = search.bound()
-    if plan_cost(groups, counts, deficit)[:2] != (0, bound):
+    shortfall, counts, _exact = smallest_shortfall(groups, deficit, counts)
+    search = Search(groups, deficit, settings['search_budget'])
+    bounds = {'shortfall': shortfall, 'changes': changes_bound(search, groups, deficit, shortfall), 'pods': 0}
+    if plan_cost(groups, counts, deficit) != (shortfall, bounds['changes'], 0):
         counts = search.run(counts)
-    return _result({'nodes': nodes, 'demand': demand, 'catalog': catalog, 'skipped': skipped, 'before': before,
-                    'resources': resources, 'groups': groups, 'search': search, 'counts': counts})
-
-
-def _reported_bound(search, shortfall, changed):
-    """Fewest changes any plan can need: proved when the search completed, else the LP bound (0 when the
-    demand cannot be met and the search stopped)."""
+    cost = plan_cost(groups, counts, deficit)
     if search.complete:
-        return changed
-    return 0 if shortfall else min(changed, search.bound())
+        bounds.update(changes=cost[1], pods=cost[2])
+    return _result({'nodes': nodes, 'demand': demand, 'catalog': catalog, 'skipped': skipped, 'before': before,
+                    'resources': resources, 'groups': groups, 'search': search, 'counts': counts,
+                    'bounds': bounds, 'optimal': cost == (bounds['shortfall'], bounds['changes'], bounds['pods'])})
 
 
 def _result(state):
@@ -314,8 +314,8 @@ def _result(state):
     used = set(c['to'] for c in changes)
     search = state['search']
     return {
-        'errors': [], 'meetable': not shortfall, 'optimal': search.complete,
-        'lower_bound': _reported_bound(search, shortfall, len(changes)),
+        'errors': [], 'meetable': not shortfall, 'optimal': state['optimal'],
+        'lower_bound': state['bounds']['changes'], 'bounds': state['bounds'],
         'demand': dict(demand), 'capacity_before': positive(state['before']), 'capacity_after': after,
         'shortfall': shortfall,
         'reasons': _reasons(shortfall, demand, after, state['groups'], state['resources']),

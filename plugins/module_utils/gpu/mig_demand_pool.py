@@ -8,14 +8,27 @@ and groups of alike nodes. Pure, no I/O; used by gpu/mig_demand.py."""
 from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
 
+import json
+
 from ansible_collections.gpuops.gpu.plugins.module_utils.gpu.geometry import (
-    MigGeometryError, find_placement, node_capacity, nonzero)
+    MigGeometryError, fits, node_capacity, nonzero)
 from ansible_collections.gpuops.gpu.plugins.module_utils.gpu.mig_parted import (
     config_product_errors, effective_entry, matching_entries)
 from ansible_collections.gpuops.gpu.plugins.module_utils.gpu.products import MigCatalogError, get_product
 
 GENERATED_PREFIX = 'gpuops-'
 _LABEL_VALUE_MAX = 63
+_MEMO, _MEMO_MAX = {}, 4096
+
+
+def _memo(key, compute):
+    """Results of pure catalog look-ups, kept between plans (keys are JSON text of every input)."""
+    key = json.dumps(key, sort_keys=True, default=repr)
+    if key not in _MEMO:
+        if len(_MEMO) >= _MEMO_MAX:
+            _MEMO.clear()
+        _MEMO[key] = compute()
+    return _MEMO[key]
 
 
 # ---------------------------------------------------------------------------
@@ -33,19 +46,20 @@ def generated_name(geometry):
 
 
 def maximal_geometries(entry):
-    """Every layout of one GPU to which no further instance can be added (catalog placement rules)."""
+    """Every layout of one GPU to which no further instance can be added (the catalog's rules, as
+    geometry_errors applies them: maxima, one media-extension instance, placement, compute slices)."""
     names = sorted(entry['profiles'])
     found = []
 
     def extend(index, geometry):
         if index == len(names):
-            if geometry and not any(find_placement(_plus(geometry, n), entry) for n in names):
+            if geometry and not any(fits(_plus(geometry, n), entry) for n in names):
                 found.append(dict(geometry))
             return
         name = names[index]
         extend(index + 1, geometry)
         count = 1
-        while count <= entry['profiles'][name]['max'] and find_placement(_with(geometry, name, count), entry):
+        while count <= entry['profiles'][name]['max'] and fits(_with(geometry, name, count), entry):
             extend(index + 1, _with(geometry, name, count))
             count += 1
 
@@ -94,7 +108,7 @@ class ConfigOptions(object):
 
     def _compute(self, product, gpus):
         options = {}
-        entry = get_product(product, self.overrides)
+        entry = self._entry(product)
         for name, entries in sorted(self.document['mig-configs'].items()):
             if self._valid(name, entries, product):
                 capacity = _config_capacity(entries, entry, gpus, self.strategy)
@@ -104,15 +118,19 @@ class ConfigOptions(object):
             self._add_generated(options, product, gpus)
         return options
 
+    def _entry(self, product):
+        return _memo(['entry', product, self.overrides], lambda: get_product(product, self.overrides))
+
     def _valid(self, name, entries, product):
         key = (name, product)
         if key not in self._validity:
-            self._validity[key] = not config_product_errors(name, entries, product, self.overrides)
+            self._validity[key] = _memo(['valid', name, entries, product, self.overrides],
+                                        lambda: not config_product_errors(name, entries, product, self.overrides))
         return self._validity[key]
 
     def _add_generated(self, options, product, gpus):
-        entry = get_product(product, self.overrides)
-        for geometry in maximal_geometries(entry):
+        entry = self._entry(product)
+        for geometry in _memo(['maximal', product, self.overrides], lambda: maximal_geometries(entry)):
             name = generated_name(geometry)
             if name in options or len(name) > _LABEL_VALUE_MAX:
                 continue
@@ -182,7 +200,7 @@ def skip_reason(node, entry):
 
 def lookup_product(product, overrides):
     try:
-        return get_product(product, overrides)
+        return _memo(['entry', product, overrides], lambda: get_product(product, overrides))
     except MigCatalogError:
         return None
 
@@ -240,11 +258,13 @@ def _option_order(name):
 
 
 class _Group(object):
-    """Alike nodes (sorted by pods, then name) and the targets they may take, as deltas."""
+    """Alike nodes (sorted by pods, then name), what they offer now (``base``, per demanded resource) and
+    the targets they may take, as deltas."""
 
-    def __init__(self, nodes, options):
+    def __init__(self, nodes, options, resources):
         self.nodes = sorted(nodes, key=lambda n: (len(n.pods), n.name))
         self.options = options          # [(config, delta tuple)]
+        self.base = tuple(self.nodes[0].capacity.get(r, 0) for r in resources)
         self.pod_prefix = [0]
         for node in self.nodes:
             self.pod_prefix.append(self.pod_prefix[-1] + len(node.pods))
@@ -258,9 +278,10 @@ def build_groups(nodes, catalog, resources, busy_policy):
                            for name in sorted(allowed, key=_option_order)])
         if not options:
             continue
-        key = (node.product, node.gpus, node.current, tuple(options), node.busy)
+        key = (node.product, node.gpus, node.current, tuple(options), node.busy,
+               tuple(node.capacity.get(r, 0) for r in resources))
         by_key.setdefault(key, []).append(node)
-    return [_Group(members, list(key[3])) for key, members in sorted(by_key.items(), key=_group_order)]
+    return [_Group(members, list(key[3]), resources) for key, members in sorted(by_key.items(), key=_group_order)]
 
 
 def _group_order(item):

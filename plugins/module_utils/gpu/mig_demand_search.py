@@ -64,10 +64,10 @@ def greedy(groups, deficit, scale):
         used[gi] += times
         counts[(gi, oi)] = counts.get((gi, oi), 0) + times
         deficit = _apply(deficit, delta, times)
-    return _prune(groups, counts, deficit)
+    return prune(groups, counts, deficit)
 
 
-def _prune(groups, counts, deficit):
+def prune(groups, counts, deficit):
     """Undo changes that the shortfall does not need."""
     for key in sorted(counts, reverse=True):
         delta = groups[key[0]].options[key[1]][1]
@@ -86,6 +86,16 @@ def plan_cost(groups, counts, deficit):
         pods += groups[gi].pod_prefix[used[gi] + times] - groups[gi].pod_prefix[used[gi]]
         used[gi] += times
     return (_shortfall(deficit), sum(counts.values()), pods)
+
+
+def changes_bound(search, groups, deficit, shortfall):
+    """Fewest changes any plan with ``shortfall`` (the smallest) needs: the search's bounds when the demand
+    can be met; otherwise what must still be covered over the most one change covers."""
+    if not shortfall:
+        return search.bound()
+    covered = sum(d for d in deficit if d > 0) - shortfall
+    most = max([0] + [sum(min(max(d, 0), max(e, 0)) for d, e in zip(deficit, o[1])) for g in groups for o in g.options])
+    return _ceil_div(covered, most) if covered > 0 and most else 0
 
 
 class Search(object):

@@ -3,6 +3,7 @@ loads from them: CRDs with their real schemas, kwok stages, the operator's CSV e
 from __future__ import annotations
 
 import concurrent.futures
+import glob
 import importlib.util
 import os
 import subprocess
@@ -72,7 +73,7 @@ def ensure_bin(allow_build: bool) -> str:
         return os.environ["GPUOPS_TESTBED_BIN"]
     binp = run([os.path.join(HERE, "build.sh"), "--print-bin"]).strip()
     if all(os.access(os.path.join(binp, b), os.X_OK) for b in NEEDED_BINARIES) and \
-            os.path.exists(os.path.join(os.path.dirname(binp), "assets.ok")) and \
+            glob.glob(os.path.join(os.path.dirname(binp), "assets-*.ok")) and \
             os.path.exists(os.path.join(os.path.dirname(binp), "nvml-gpus.json")):
         return binp
     if not allow_build:

@@ -18,7 +18,7 @@ import random
 
 import pytest
 
-from ansible_collections.gpuops.gpu.plugins.module_utils.gpu.geometry import MigGeometryError, find_placement
+from ansible_collections.gpuops.gpu.plugins.module_utils.gpu.geometry import MigGeometryError, geometry_errors
 from ansible_collections.gpuops.gpu.plugins.module_utils.gpu.mig_configs import builtin_document, config_capacity
 from ansible_collections.gpuops.gpu.plugins.module_utils.gpu.mig_parted import mig_parted_errors
 from ansible_collections.gpuops.gpu.plugins.module_utils.gpu.products import get_product, product_names
@@ -199,14 +199,29 @@ def test_every_target_is_valid_for_its_product(product):
 
 @pytest.mark.parametrize('product', MIG_PRODUCTS)
 def test_generated_layouts_are_maximal_and_fit(product):
+    """Every maximal layout the planner generates passes mig_parted_errors (media extensions included),
+    and no instance can be added to it without failing geometry_errors."""
     entry = get_product(product)
     layouts = pool.maximal_geometries(entry)
     assert layouts
+    configs = dict(('c%d' % i, _uniform(g)) for i, g in enumerate(layouts))
+    document = {'version': 'v1', 'mig-configs': configs}
+    assert mig_parted_errors(document, dict((name, [entry['gfd_product']]) for name in configs)) == []
     for geometry in layouts:
-        assert find_placement(geometry, entry) is not None
+        assert sum(c for n, c in geometry.items() if n.endswith('+me')) <= 1
         for name in entry['profiles']:
-            bigger = dict(geometry, **{name: geometry.get(name, 0) + 1})
-            assert find_placement(bigger, entry) is None or bigger[name] > entry['profiles'][name]['max']
+            assert geometry_errors(dict(geometry, **{name: geometry.get(name, 0) + 1}), product) != []
+
+
+def test_generated_configs_hold_one_media_extension_per_gpu():
+    """An A30 asked for a 2g.12gb+me and a 1g.6gb+me gets no layout with both on one GPU."""
+    a30 = 'NVIDIA-A30'
+    nodes = [node('n0', a30, gpus=1)]
+    result = plan(nodes, {'nvidia.com/mig-2g.12gb.me': 1, 'nvidia.com/mig-1g.6gb.me': 1},
+                  document=builtin_document([a30]), generate_configs=True)
+    assert result['meetable'] is False and sum(result['shortfall'].values()) == 1
+    merged = {'version': 'v1', 'mig-configs': dict(builtin_document([a30])['mig-configs'], **result['custom_configs'])}
+    assert mig_parted_errors(merged, dict((c['to'], [a30]) for c in result['changes'])) == []
 
 
 def test_own_capacity_rule_matches_config_capacity():
