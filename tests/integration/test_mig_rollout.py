@@ -295,7 +295,7 @@ def test_sigkill_mid_batch_then_rerun_converges(testbed, core, tmp_path):
                                        async_dir=str(tmp_path), max_unavailable=2, lock_duration=10)
     try:
         pid = module_pid(str(tmp_path))
-        wait_until('first cordon', lambda: any(core.read_node(n).spec.unschedulable for n in MIG_NODES), 60, 0.1)
+        wait_until('first cordon', lambda: any(core.read_node(n).spec.unschedulable for n in MIG_NODES), 120, 0.1)
         time.sleep(0.5)
     finally:
         kill_playbook(path)
@@ -338,7 +338,7 @@ def start_rollout_process(kubeconfig, assignments, async_dir=None, **extra):
 def test_apiserver_restart_mid_rollout_is_survived(testbed, core):
     proc, path = start_rollout_process(testbed.kubeconfig, TRAINING, max_unavailable=2)
     try:
-        wait_until('first cordon', lambda: any(core.read_node(n).spec.unschedulable for n in MIG_NODES), 60, 0.1)
+        wait_until('first cordon', lambda: any(core.read_node(n).spec.unschedulable for n in MIG_NODES), 120, 0.1)
         pid = testbed.state()['procs']['kube-apiserver']['pid']
         os.kill(pid, signal.SIGKILL)
         time.sleep(3)
@@ -388,18 +388,25 @@ def test_a_rollout_whose_controller_was_lost_stops_itself(testbed, core, tmp_pat
     """ansible-playbook killed with all its processes (SIGKILL), the module left running in the background: it
     sees nobody read its progress for progress_timeout seconds and stops as an interrupted run does - the lock
     released (not left to go stale), the nodes it had not finished kept for the next run, which resumes them."""
-    proc, path = start_rollout_process(testbed.kubeconfig, TRAINING, async_dir=str(tmp_path), max_unavailable=1,
-                                       progress_timeout=10)
+    slow(core, 30)  # 30 s per node: the rollout cannot end (4 nodes one by one) before its switch stops it
     try:
-        pid = module_pid(str(tmp_path))
-        wait_until('first cordon', lambda: any(core.read_node(n).spec.unschedulable for n in MIG_NODES), 60, 0.1)
+        # progress_timeout: the next run below must find the lock still held, so it starts well within it
+        proc, path = start_rollout_process(testbed.kubeconfig, TRAINING, async_dir=str(tmp_path),
+                                           max_unavailable=1, progress_timeout=40)
+        try:
+            pid = module_pid(str(tmp_path))
+            wait_until('first cordon', lambda: any(core.read_node(n).spec.unschedulable for n in MIG_NODES), 120,
+                       0.1)
+        finally:
+            kill_playbook(path)
+            proc.wait()
+            os.unlink(path)
+        res = rollout(testbed.kubeconfig, assignments=TRAINING, max_unavailable=1)
+        assert res.get('failed') is True and 'holds the rollout lock' in res['msg'], \
+            'the module did not go on: %s' % res
+        wait_until('the module stopping itself', lambda: not alive(pid), 120, 0.2)
     finally:
-        kill_playbook(path)
-        proc.wait()
-        os.unlink(path)
-    res = rollout(testbed.kubeconfig, assignments=TRAINING, max_unavailable=1)
-    assert res.get('failed') is True and 'holds the rollout lock' in res['msg'], 'the module did not go on: %s' % res
-    wait_until('the module stopping itself', lambda: not alive(pid), 60, 0.2)
+        slow(core, None)
     said = [text for _seq, text in progress_data(str(tmp_path))['messages']]
     assert any('has not read the progress for' in text for text in said), said
     left = [n for n in MIG_NODES if labels(core, n).get('nvidia.com/mig.config.state') != 'success'
@@ -420,7 +427,7 @@ def test_a_rollout_whose_playbook_was_killed_is_stopped_by_its_worker(testbed, c
         proc, path = start_rollout_process(testbed.kubeconfig, TRAINING, async_dir=str(tmp_path), max_unavailable=1)
         try:
             pid = module_pid(str(tmp_path))
-            wait_until('first cordon', lambda: any(core.read_node(n).spec.unschedulable for n in MIG_NODES), 60, 0.1)
+            wait_until('first cordon', lambda: any(core.read_node(n).spec.unschedulable for n in MIG_NODES), 120, 0.1)
         finally:
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
