@@ -22,7 +22,8 @@ from hami_helpers import HAMI_NODES, NAMESPACE, OTHER_NODES, node_labels, ready_
 from policy_helpers import get_policy
 
 SA, SA_NS = 'gpuops-awx-hami', 'gpuops-awx'
-ACCOUNT = re.compile(r'^gpuops\.gpu \{\{ gpuops_awx_cluster \}\} (report|rollout|install) account$')
+# the cluster as written in extensions/awx (a Jinja reference) or as the loader fills it in (the cluster's name)
+ACCOUNT = re.compile(r'^gpuops\.gpu (?:\{\{ gpuops_awx_cluster \}\}|[^ ]+) (report|rollout|install) account$')
 SURVEY = {'hami_namespace': NAMESPACE, 'hami_device_split_count': 4}
 LAUNCH = {'hami_disable_operator_device_plugin': True, 'hami_node_selector': 'gpuops.dev/pool=training',
           'hami_wait_timeout': 120}
