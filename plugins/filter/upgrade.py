@@ -10,8 +10,6 @@ Thin wrappers over module_utils.plans.upgrade; documentation in upgrade_plan.yml
 from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
 
-import time
-
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.gpuops.gpu.plugins.module_utils.plans import upgrade
@@ -40,18 +38,17 @@ def _operator(op, index, reads):
                                and (m['metadata'].get('labels') or {}).get('catalog', source) == source), None))
 
 
-def upgrade_plan(reads, now=None):
+def upgrade_plan(reads):
     """The upgrade's plan (module_utils.plans.upgrade.upgrade_plan) from the role's k8s_info results."""
     if not isinstance(reads, dict) or not isinstance(reads.get('operators'), list):
         raise AnsibleFilterError('upgrade_plan: expects a mapping with the list operators')
     try:
         operators = [_operator(op, i, reads) for i, op in enumerate(reads['operators'])]
-        leases = _resources(reads.get('lease'))
+        lock = reads.get('lock')
         return upgrade.upgrade_plan({
             'operators': operators, 'cluster_policy': reads.get('cluster_policy') or {},
-            'lease': leases[0] if leases else None, 'nodes': reads.get('nodes') or [],
-            'driver_upgrade_policy': reads.get('driver_upgrade_policy'),
-            'now': time.time() if now is None else now})
+            'lock': lock.get('lock') if isinstance(lock, dict) else None, 'nodes': reads.get('nodes') or [],
+            'driver_upgrade_policy': reads.get('driver_upgrade_policy')})
     except (KeyError, TypeError, ValueError) as exc:
         raise AnsibleFilterError('upgrade_plan: %s' % exc)
 

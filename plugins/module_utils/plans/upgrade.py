@@ -30,7 +30,7 @@ import re
 from ansible_collections.gpuops.gpu.plugins.module_utils.common import names
 from ansible_collections.gpuops.gpu.plugins.module_utils.common.checks import (
     is_ascii_digits, is_int, type_name, unknown_key_errors)
-from ansible_collections.gpuops.gpu.plugins.module_utils.common.lease import describe, lease_state
+from ansible_collections.gpuops.gpu.plugins.module_utils.common.lease import describe
 from ansible_collections.gpuops.gpu.plugins.module_utils.common.objects import meta_of, name_of
 from ansible_collections.gpuops.gpu.plugins.module_utils.common.selector import selector_errors
 from ansible_collections.gpuops.gpu.plugins.module_utils.plans import olm
@@ -155,12 +155,12 @@ def driver_upgrade_states(nodes):
     return sorted(out, key=lambda n: n['node'] or '')
 
 
-def changes_in_progress(lease, nodes, now):
-    """Messages naming each MIG or sharing change in progress: the rollout lock held by a run, nodes
-    with the rollout engine's resume annotations (a run that stopped or was killed), nodes whose
-    MIG manager is applying a config."""
+def changes_in_progress(lock, nodes):
+    """Messages naming each MIG or sharing change in progress: the rollout lock held by a run (``lock``:
+    its state as gpuops.gpu.rollout_lock reads it, None when unread), nodes with the rollout engine's
+    resume annotations (a run that stopped or was killed), nodes whose MIG manager is applying a config."""
     out = []
-    state = lease_state(lease, None, now)
+    state = lock or {'state': 'free'}
     if state['state'] == 'held':
         out.append('the rollout lock (Lease %s) is held by %s; wait until that rollout ends'
                    % (names.LOCK_LEASE_NAME, describe(state)))
@@ -308,15 +308,15 @@ def _policy_errors(cluster_policy, needed):
 
 def upgrade_plan(request):
     """The plan of an upgrade run from what the role read (``request``: ``operators`` (see
-    ``operator_plan``), ``cluster_policy`` (cluster_policy_info's result), ``lease``, ``nodes``,
-    ``driver_upgrade_policy``, ``now``). Returns ``{'operators', 'upgrades', 'cluster_policy_patch',
+    ``operator_plan``), ``cluster_policy`` (cluster_policy_info's result), ``lock`` (the rollout lock's
+    state as gpuops.gpu.rollout_lock returns it), ``nodes``, ``driver_upgrade_policy``). Returns ``{'operators', 'upgrades', 'cluster_policy_patch',
     'errors', 'warnings', 'actions', 'changes'}``."""
     operators = [operator_plan(op) for op in request.get('operators') or []]
     patch, errors = driver_upgrade_policy(request.get('driver_upgrade_policy'))
     needs_policy = bool(patch) or any(op['operator'] == 'gpu_operator' for op in operators)
     errors = [e for op in operators for e in op['errors']] + errors
     errors.extend(_policy_errors(request.get('cluster_policy'), needs_policy))
-    errors.extend(changes_in_progress(request.get('lease'), request.get('nodes'), request.get('now') or 0))
+    errors.extend(changes_in_progress(request.get('lock'), request.get('nodes')))
     upgrades = [op for op in operators if op['action'] == 'upgrade']
     actions = []
     for op in operators:

@@ -13,7 +13,7 @@ from ansible.errors import AnsibleFilterError
 
 from ansible_collections.gpuops.gpu.plugins.filter.upgrade import FilterModule
 from ansible_collections.gpuops.gpu.tests.unit.plugins.module_utils.plans.upgrade_data import (
-    NEW, NOW, OLD, READY, csv, manifest, node, plan, sub)
+    NEW, OLD, READY, csv, manifest, node, plan, sub)
 
 FILTERS = FilterModule().filters()
 
@@ -30,18 +30,22 @@ def reads(**kw):
            'subscriptions': [found(sub())], 'install_plans': [found(plan('install-new', [NEW]))],
            'operator_groups': [found()], 'csvs': [found(csv(OLD))],
            'package_manifests': [found(other, manifest())], 'cluster_policy': READY,
-           'lease': found(), 'nodes': [], 'driver_upgrade_policy': {}}
+           'lock': {'lock': {'state': 'free'}}, 'nodes': [], 'driver_upgrade_policy': {}}
     out.update(kw)
     return out
 
 
 def test_upgrade_plan_from_k8s_info_results():
-    result = FILTERS['upgrade_plan'](reads(), NOW)
+    result = FILTERS['upgrade_plan'](reads())
     assert result['errors'] == [] and [u['install_plan'] for u in result['upgrades']] == ['install-new']
+    held = {'state': 'held', 'holder': 'run-1', 'who': 'ops@bastion', 'purpose': 'mig_rollout of 2 nodes'}
+    errors = FILTERS['upgrade_plan'](reads(lock={'lock': held, 'namespace': 'nvidia-gpu-operator'}))['errors']
+    assert errors == ['the rollout lock (Lease gpuops-gpu-rollout) is held by ops@bastion (holder run-1) for '
+                      'mig_rollout of 2 nodes; wait until that rollout ends']
 
 
 def test_a_skipped_package_read_is_a_missing_package_api_and_a_missing_subscription_an_error():
-    result = FILTERS['upgrade_plan'](reads(package_manifests=[{'skipped': True}], subscriptions=[found()]), NOW)
+    result = FILTERS['upgrade_plan'](reads(package_manifests=[{'skipped': True}], subscriptions=[found()]))
     assert 'Subscription nvidia-gpu-operator/gpu-operator-certified not found' in result['errors'][0]
 
 

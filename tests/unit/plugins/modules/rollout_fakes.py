@@ -13,6 +13,8 @@ configs, device-plugin ConfigMap gpuops-device-plugin-config with the time-slici
 from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
 
+import functools
+
 from ansible_collections.gpuops.gpu.plugins.module_utils.gpu.sharing_render import render_config
 from ansible_collections.gpuops.gpu.tests.unit.plugins.module_utils.gpu_cluster_data import node
 from ansible_collections.gpuops.gpu.tests.unit.plugins.module_utils.rollout.fake_api import FakeApi
@@ -22,6 +24,16 @@ CM = 'gpuops-device-plugin-config'
 POLICY = 'gpu-cluster-policy'
 REFUSED = 'nothing was changed; fix these first: '
 COMMON = {'operator_namespace': NS, 'poll_interval': 0.1, 'state_timeout': 5, 'verify_timeout': 5}
+
+
+def over(base):
+    """A maker of module arguments: ``base`` with the keyword arguments it is called with on top."""
+    return functools.partial(dict, base)
+
+
+def assign(key, value, **where):
+    """Arguments whose one assignment is ``where`` with ``key`` set to ``value``."""
+    return {'assignments': [dict(where, **{key: value})]}
 
 
 def ts(replicas):
@@ -90,3 +102,17 @@ def same_messages(messages):
     for case, msg in messages.items():
         by_text.setdefault(msg, []).append(case)
     return [cases for cases in by_text.values() if len(cases) > 1]
+
+
+def check_bad_inputs(run_module, module, cases, arg_spec_cases):
+    """``cases`` (gpuops.gpu's own checks) and ``arg_spec_cases`` (Ansible's argument spec) are each refused as
+    ``check_cases`` asks, and no two of gpuops.gpu's own refusals share a message."""
+    assert same_messages(check_cases(run_module, module, dict(cases, **arg_spec_cases), set(arg_spec_cases))) == []
+
+
+def check_good_input(run_module, module, args):
+    """The control: the cluster of the cases accepts the arguments they start from (check mode, nothing
+    written), so each refusal of ``check_bad_inputs`` comes from the one option its case gets wrong."""
+    api = cluster()
+    code, result = run_module(module, dict(COMMON, **args), check=True, core=api, custom=api, policy=api)
+    assert code == 0 and result['changed'] is True and api.writes() == [], result

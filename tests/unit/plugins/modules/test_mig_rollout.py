@@ -12,17 +12,12 @@ __metaclass__ = type
 
 from ansible_collections.gpuops.gpu.plugins.modules import mig_rollout
 from ansible_collections.gpuops.gpu.tests.unit.plugins.modules.rollout_fakes import (
-    COMMON, check_cases, cluster, same_messages)
+    assign, check_bad_inputs, check_good_input, over)
 
 MIG = {'assignments': [{'nodes': ['a100-0'], 'config': 'all-1g.5gb'}]}
 
 
-def m(**args):
-    return dict(MIG, **args)
-
-
-def assign(key, value, **where):
-    return {'assignments': [dict(where, **{key: value})]}
+m = over(MIG)
 
 
 # case -> (arguments over rollout_fakes.COMMON, the option it gets wrong, other words the message must hold)
@@ -109,13 +104,8 @@ ARG_SPEC = {
 
 
 def test_every_bad_input_is_refused_before_any_write_naming_the_option(run_module):
-    messages = check_cases(run_module, mig_rollout, dict(CASES, **ARG_SPEC), set(ARG_SPEC))
-    assert same_messages(messages) == []
+    check_bad_inputs(run_module, mig_rollout, CASES, ARG_SPEC)
 
 
 def test_a_good_input_on_the_same_cluster_is_not_refused(run_module):
-    """The control: the cluster of the cases accepts the assignment they start from (check mode, nothing written),
-    so each refusal above comes from the one option the case gets wrong."""
-    api = cluster()
-    code, result = run_module(mig_rollout, dict(COMMON, **MIG), check=True, core=api, custom=api, policy=api)
-    assert code == 0 and result['changed'] is True and api.writes() == [], result
+    check_good_input(run_module, mig_rollout, MIG)

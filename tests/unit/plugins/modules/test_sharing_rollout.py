@@ -13,17 +13,12 @@ __metaclass__ = type
 
 from ansible_collections.gpuops.gpu.plugins.modules import sharing_rollout
 from ansible_collections.gpuops.gpu.tests.unit.plugins.modules.rollout_fakes import (
-    CM, COMMON, check_cases, cluster, same_messages, ts)
+    CM, assign, check_bad_inputs, check_good_input, over, ts)
 
 SHARING = {'assignments': [{'nodes': ['l40s-0'], 'profile': 'ts'}]}
 
 
-def s(**args):
-    return dict(SHARING, **args)
-
-
-def assign(key, value, **where):
-    return {'assignments': [dict(where, **{key: value})]}
+s = over(SHARING)
 
 
 # case -> (arguments over rollout_fakes.COMMON, the option it gets wrong, other words the message must hold)
@@ -71,13 +66,8 @@ ARG_SPEC = {
 
 
 def test_every_bad_input_is_refused_before_any_write_naming_the_option(run_module):
-    messages = check_cases(run_module, sharing_rollout, dict(CASES, **ARG_SPEC), set(ARG_SPEC))
-    assert same_messages(messages) == []
+    check_bad_inputs(run_module, sharing_rollout, CASES, ARG_SPEC)
 
 
 def test_a_good_input_on_the_same_cluster_is_not_refused(run_module):
-    """The control: the cluster of the cases accepts the assignment they start from (check mode, nothing written),
-    so each refusal above comes from the one option the case gets wrong."""
-    api = cluster()
-    code, result = run_module(sharing_rollout, dict(COMMON, **SHARING), check=True, core=api, custom=api, policy=api)
-    assert code == 0 and result['changed'] is True and api.writes() == [], result
+    check_good_input(run_module, sharing_rollout, SHARING)

@@ -28,23 +28,29 @@ H100 = 'NVIDIA-H100-80GB-HBM3'
 A30 = 'NVIDIA-A30'
 
 
-def _uniform(devices):
+def uniform(devices):
+    """A mig-parted config with the same MIG devices on every GPU."""
     return [{'devices': 'all', 'mig-enabled': True, 'mig-devices': devices}]
 
 
-DOC = {'version': 'v1', 'mig-configs': {
+# Small document for exhaustive searches: configs for A100-40GB only, H100-80GB only, and both.
+SMALL_DOC = {'version': 'v1', 'mig-configs': {
     'all-disabled': [{'devices': 'all', 'mig-enabled': False}],
-    'all-1g.10gb': _uniform({'1g.10gb': 4}),
-    'h-1g.10gb': _uniform({'1g.10gb': 7}),
-    'all-3g.40gb': _uniform({'3g.40gb': 2}),
-    'mix-a': _uniform({'3g.20gb': 1, '2g.10gb': 1, '1g.5gb': 2}),
-    'mix-h': _uniform({'3g.40gb': 1, '2g.20gb': 1, '1g.10gb': 2}),
-    'a-1g.5gb': _uniform({'1g.5gb': 7}),
-    'a30-me': _uniform({'2g.12gb+me': 1, '1g.6gb': 2}),
-    'a30-1g': _uniform({'1g.6gb': 4}),
+    'all-1g.10gb': uniform({'1g.10gb': 4}),          # A100-40GB 4 per GPU; H100 would take 7
+    'h-1g.10gb': uniform({'1g.10gb': 7}),            # H100 only
+    'all-3g.40gb': uniform({'3g.40gb': 2}),          # H100 only
+    'all-2g.20gb': uniform({'2g.20gb': 3}),          # H100 only
+    'mix-a': uniform({'3g.20gb': 1, '2g.10gb': 1, '1g.5gb': 2}),   # A100-40GB only
+    'mix-h': uniform({'3g.40gb': 1, '2g.20gb': 1, '1g.10gb': 2}),  # H100 only
+    'a-1g.5gb': uniform({'1g.5gb': 7}),              # A100-40GB only
+}}
+# The reference's document adds the A30 (media extensions) and a config that differs per GPU.
+DOC = {'version': 'v1', 'mig-configs': dict(SMALL_DOC['mig-configs'], **{
+    'a30-me': uniform({'2g.12gb+me': 1, '1g.6gb': 2}),
+    'a30-1g': uniform({'1g.6gb': 4}),
     'split': [{'devices': [0], 'mig-enabled': True, 'mig-devices': {'3g.40gb': 2}},
               {'devices': [1], 'mig-enabled': False}],
-}}
+})}
 RESOURCES = ('nvidia.com/gpu', 'nvidia.com/mig-1g.10gb', 'nvidia.com/mig-3g.40gb', 'nvidia.com/mig-2g.20gb',
              'nvidia.com/mig-1g.5gb', 'nvidia.com/mig-3g.20gb', 'nvidia.com/mig-1g.6gb',
              'nvidia.com/mig-2g.12gb.me', 'nvidia.com/mig-1g.6gb.me')

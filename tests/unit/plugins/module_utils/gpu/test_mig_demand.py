@@ -24,26 +24,9 @@ from ansible_collections.gpuops.gpu.plugins.module_utils.gpu.mig_parted import m
 from ansible_collections.gpuops.gpu.plugins.module_utils.gpu.products import get_product, product_names
 from ansible_collections.gpuops.gpu.plugins.module_utils.gpu import mig_demand as md
 from ansible_collections.gpuops.gpu.plugins.module_utils.gpu import mig_demand_pool as pool
+from ansible_collections.gpuops.gpu.tests.unit.plugins.module_utils.gpu.mig_demand_reference import (
+    A100, H100, SMALL_DOC, uniform)
 
-A100 = 'NVIDIA-A100-SXM4-40GB'
-H100 = 'NVIDIA-H100-80GB-HBM3'
-
-
-def _uniform(devices):
-    return [{'devices': 'all', 'mig-enabled': True, 'mig-devices': devices}]
-
-
-# Small document for the exhaustive search: configs for A100-40GB only, H100-80GB only, and both.
-SMALL_DOC = {'version': 'v1', 'mig-configs': {
-    'all-disabled': [{'devices': 'all', 'mig-enabled': False}],
-    'all-1g.10gb': _uniform({'1g.10gb': 4}),          # A100-40GB 4 per GPU; H100 would take 7
-    'h-1g.10gb': _uniform({'1g.10gb': 7}),            # H100 only
-    'all-3g.40gb': _uniform({'3g.40gb': 2}),          # H100 only
-    'all-2g.20gb': _uniform({'2g.20gb': 3}),          # H100 only
-    'mix-a': _uniform({'3g.20gb': 1, '2g.10gb': 1, '1g.5gb': 2}),   # A100-40GB only
-    'mix-h': _uniform({'3g.40gb': 1, '2g.20gb': 1, '1g.10gb': 2}),  # H100 only
-    'a-1g.5gb': _uniform({'1g.5gb': 7}),              # A100-40GB only
-}}
 RESOURCES = ['nvidia.com/gpu', 'nvidia.com/mig-1g.10gb', 'nvidia.com/mig-3g.40gb', 'nvidia.com/mig-2g.20gb',
              'nvidia.com/mig-1g.5gb', 'nvidia.com/mig-3g.20gb', 'nvidia.com/mig-2g.10gb']
 _CAPACITY = {}
@@ -204,7 +187,7 @@ def test_generated_layouts_are_maximal_and_fit(product):
     entry = get_product(product)
     layouts = pool.maximal_geometries(entry)
     assert layouts
-    configs = dict(('c%d' % i, _uniform(g)) for i, g in enumerate(layouts))
+    configs = dict(('c%d' % i, uniform(g)) for i, g in enumerate(layouts))
     document = {'version': 'v1', 'mig-configs': configs}
     assert mig_parted_errors(document, dict((name, [entry['gfd_product']]) for name in configs)) == []
     for geometry in layouts:
@@ -334,7 +317,7 @@ def test_generated_configs_are_returned_for_the_document():
     result = plan([node('h1', H100, gpus=1)], {'nvidia.com/mig-3g.40gb': 1, 'nvidia.com/mig-1g.10gb': 4},
                   document=builtin_document([H100]), generate_configs=True)
     assert [c['to'] for c in result['changes']] == ['gpuops-1x3g.40gb-4x1g.10gb']
-    assert result['custom_configs'] == {'gpuops-1x3g.40gb-4x1g.10gb': _uniform({'3g.40gb': 1, '1g.10gb': 4})}
+    assert result['custom_configs'] == {'gpuops-1x3g.40gb-4x1g.10gb': uniform({'3g.40gb': 1, '1g.10gb': 4})}
 
 
 def test_assignments_group_nodes_by_config():
@@ -452,7 +435,7 @@ def test_pending_demand_plans_a_pool_that_runs_them():
 # A 2-GPU H100 node: only the per-index config 'split' gives both 3g.40gb instances and a whole GPU.
 PER_INDEX_DOC = {'version': 'v1', 'mig-configs': {
     'all-disabled': [{'devices': 'all', 'mig-enabled': False}],
-    'h-1g.10gb': _uniform({'1g.10gb': 7}),
+    'h-1g.10gb': uniform({'1g.10gb': 7}),
     'split': [{'devices': [0], 'mig-enabled': True, 'mig-devices': {'3g.40gb': 2}},
               {'devices': [1], 'mig-enabled': False}],
 }}

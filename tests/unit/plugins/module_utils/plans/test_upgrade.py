@@ -11,7 +11,7 @@ import copy
 
 import pytest
 
-from ansible_collections.gpuops.gpu.plugins.module_utils.common.lease import format_time
+from ansible_collections.gpuops.gpu.plugins.module_utils.common.lease import format_time, lease_state
 from ansible_collections.gpuops.gpu.plugins.module_utils.plans import upgrade
 from ansible_collections.gpuops.gpu.tests.unit.plugins.module_utils.plans.upgrade_data import (
     MID, NEW, NOW, NS, OLD, READY, csv, manifest, node, plan, sub)
@@ -28,8 +28,8 @@ def op(target=NEW, **kw):
 
 
 def request(*ops, **kw):
-    out = {'operators': list(ops) or [op()], 'cluster_policy': copy.deepcopy(READY), 'lease': None,
-           'nodes': [], 'driver_upgrade_policy': {}, 'now': NOW}
+    out = {'operators': list(ops) or [op()], 'cluster_policy': copy.deepcopy(READY), 'lock': None,
+           'nodes': [], 'driver_upgrade_policy': {}}
     out.update(kw)
     return out
 
@@ -112,17 +112,19 @@ def test_an_approved_plan_still_installing_is_waited_for():
 
 # --- the cluster must be quiet ------------------------------------------------------------------
 
-def lease(renewed, holder='run-1', duration=60):
-    return {'metadata': {'annotations': {'gpuops.gpu/lock-purpose': 'mig_rollout of 2 nodes'}},
-            'spec': {'holderIdentity': holder, 'leaseDurationSeconds': duration,
-                     'acquireTime': format_time(renewed), 'renewTime': format_time(renewed)}}
+def lock(renewed, holder='run-1', duration=60):
+    """The lock's state as gpuops.gpu.rollout_lock reads it (lease_state of the Lease) at NOW."""
+    lease = {'metadata': {'annotations': {'gpuops.gpu/lock-purpose': 'mig_rollout of 2 nodes'}},
+             'spec': {'holderIdentity': holder, 'leaseDurationSeconds': duration,
+                      'acquireTime': format_time(renewed), 'renewTime': format_time(renewed)}}
+    return lease_state(lease, None, NOW)
 
 
 def test_a_held_rollout_lock_stops_the_upgrade_a_stale_one_does_not():
-    held = upgrade.upgrade_plan(request(lease=lease(NOW - 10)))
+    held = upgrade.upgrade_plan(request(lock=lock(NOW - 10)))
     assert held['upgrades'] == [] and 'the rollout lock (Lease gpuops-gpu-rollout) is held by' in held['errors'][0]
     assert 'mig_rollout of 2 nodes' in held['errors'][0]
-    assert upgrade.upgrade_plan(request(lease=lease(NOW - 600)))['errors'] == []
+    assert upgrade.upgrade_plan(request(lock=lock(NOW - 600)))['errors'] == []
 
 
 def test_nodes_in_a_rollout_or_a_mig_change_stop_the_upgrade():
