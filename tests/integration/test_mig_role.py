@@ -27,6 +27,8 @@ VARS = {
     'mig_verify_timeout': 60,
     'mig_state_timeout': 60,
 }
+HAND_ON = 'Hand the plan on to the approval and the apply job (set_stats gpuops_plan)'
+APPROVED = {}  # the plan the check-mode run handed on (an AWX workflow's plan job), approved as it is
 
 
 @pytest.fixture(scope='module', autouse=True)
@@ -53,10 +55,32 @@ def test_check_mode_writes_nothing(testbed, core, custom):
     after = snapshot(core, custom)
     assert facts_diff(before[0], after[0]) == []
     assert after[1:] == before[1:]
+    handed = results[HAND_ON]['ansible_stats']['data']['gpuops_plan']
+    assert handed['kind'] == 'mig' and handed['cluster']['uid'] == core.read_namespace('kube-system').metadata.uid
+    assert [[n['node'] for n in b['nodes']] for b in handed['changes']['batches']] == [
+        [e['node'] for e in b['nodes']] for b in plan]
+    APPROVED['mig'] = handed
+
+
+def test_an_apply_of_another_plan_or_on_another_cluster_writes_nothing(testbed, core, custom):
+    """The apply job of a workflow refuses, before any write, a plan that is not the approved one and a cluster
+    that is not the workflow's, saying what differs."""
+    before = snapshot(core, custom)
+    fewer = dict(VARS, mig_assignments=VARS['mig_assignments'][:1], gpuops_plan=APPROVED['mig'])
+    rc, _results, raw = run_role(testbed.kubeconfig, 'mig', fewer)
+    assert rc != 0 and 'the mig plan changed since it was approved' in raw, raw[-3000:]
+    approved, now = raw.split('Approved: ')[1].split('Now: ')[:2]
+    assert 'h100-0' in approved and 'h100-0' not in now.split('\n')[0]
+    elsewhere = dict(VARS, gpuops_plan=APPROVED['mig'], gpuops_cluster={'uid': 'uid-of-another-cluster'})
+    rc, _results, raw = run_role(testbed.kubeconfig, 'mig', elsewhere)
+    assert rc != 0 and "inventory (gpuops_cluster) names uid-of-another-cluster; nothing was changed" in raw, raw[-3000:]
+    after = snapshot(core, custom)
+    assert facts_diff(before[0], after[0]) == [] and after[1:] == before[1:]
 
 
 def test_role_applies_then_is_idempotent(testbed, core, custom):
-    rc, results, raw = run_role(testbed.kubeconfig, 'mig', VARS, diff=True)
+    """The approved plan of the check-mode run is applied (the workflow's apply job)."""
+    rc, results, raw = run_role(testbed.kubeconfig, 'mig', dict(VARS, gpuops_plan=APPROVED['mig']), diff=True)
     assert rc == 0, raw[-3000:]
     cm = core.read_namespaced_config_map(CM, NS)
     document = yaml.safe_load(cm.data['config.yaml'])

@@ -228,9 +228,13 @@ class Connection(object):
         else the API server's host (``host:port``) once connected; '' when neither is known."""
         if self.context:
             return self.context
+        return self.server().split('://', 1)[-1].split('/', 1)[0]
+
+    def server(self):
+        """The API server's URL this connection talks to once connected (the kubeconfig's or O(host)); ''
+        before."""
         api_client = getattr(getattr(self.__dict__.get('client'), 'client', None), 'client', None)
-        host = getattr(getattr(api_client, 'configuration', None), 'host', None) or ''
-        return host.split('://', 1)[-1].split('/', 1)[0]
+        return getattr(getattr(api_client, 'configuration', None), 'host', None) or ''
 
     @property
     def requests(self):

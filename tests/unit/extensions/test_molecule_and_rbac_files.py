@@ -63,12 +63,15 @@ def test_rollout_role_is_least_privilege():
     assert ('', 'nodes', 'patch') in granted and ('nvidia.com', 'clusterpolicies', 'patch') in granted
     for group, resource, verb in granted:
         assert '*' not in (group, resource, verb)
-        assert resource not in ('secrets', 'namespaces', 'clusterroles', 'clusterrolebindings')
+        assert resource not in ('secrets', 'clusterroles', 'clusterrolebindings')
         if resource == 'pods':
             assert verb in ('get', 'list', 'watch'), 'cluster-wide pods may only be read (evictions respect PDBs)'
         if verb in ('create', 'delete', 'update', 'patch', 'deletecollection'):
             assert (resource, verb) in (('pods/eviction', 'create'), ('events', 'create'), ('nodes', 'patch'),
                                         ('clusterpolicies', 'patch')), (resource, verb)
+    # namespaces: only kube-system read by name (the cluster's identity, gpuops.gpu.plan_approval)
+    assert [(r['verbs'], r.get('resourceNames')) for r in cluster if 'namespaces' in r['resources']] == [
+        (['get'], ['kube-system'])]
     namespaced = _rules('gpuops-gpu-rollout-namespace.yml')
     assert set(r for rule in namespaced for r in rule['resources']) == {'configmaps', 'pods', 'leases'}
     leases = [rule for rule in namespaced if rule['resources'] == ['leases']]

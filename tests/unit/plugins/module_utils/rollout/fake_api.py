@@ -133,6 +133,12 @@ class FakeApi(object):
             raise api_error(404, 'Not Found')
         return Resp(found[0])
 
+    def read_namespace(self, name, **kwargs):
+        """Namespaces are there with a fixed UID (``uid-ns-<name>``), except those in ``missing_namespaces``."""
+        if name in getattr(self, 'missing_namespaces', ()):
+            raise api_error(404, 'Not Found')
+        return Resp({'metadata': {'name': name, 'uid': 'uid-ns-' + name}})
+
     def read_namespaced_config_map(self, name, namespace, **kwargs):
         if (namespace, name) not in self.config_maps:
             raise api_error(404, 'Not Found')
