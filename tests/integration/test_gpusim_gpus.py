@@ -62,7 +62,7 @@ def _catalog_view(entry):
     return {"memory_mib": entry["memory_mib"], "pci_device_id": entry["pci_device_id"],
             "compute_capability": entry["compute_capability"], "mig_capable": entry["mig_capable"],
             "memory_slices": entry["memory_slices"], "compute_slices": entry["compute_slices"],
-            "profiles": {name: {k: p[k] for k in ("size", "placements", "max", "compute_slices", "memory_mib")}
+            "profiles": {name: {k: p[k] for k in ("gi_id", "size", "placements", "max", "compute_slices", "memory_mib")}
                          for name, p in entry["profiles"].items()}}
 
 
@@ -81,7 +81,8 @@ def _differences(row, gpu):
 
 
 def test_every_mocked_gpu_matches_its_catalog_row(simulated):
-    """Names, PCI ID, memory, compute capability, slices and every profile: catalog == NVIDIA's GPUs."""
+    """Names, PCI ID, memory, compute capability, slices and every profile (with the GPU-instance profile IDs the
+    simulator corrects): catalog == NVIDIA's GPUs."""
     assert len(simulated) == 8
     wrong = [d for _name, gpu in sorted(simulated.items()) for d in _differences(_catalog_row(gpu), gpu)]
     assert not wrong, "\n".join(wrong)

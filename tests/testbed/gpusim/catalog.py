@@ -6,10 +6,12 @@ loaded here: the collection's MIG catalog is checked against these GPUs, not cop
 A product entry (what deviceplugin, gfd, migparted and placement read)::
 
     {'product': 'NVIDIA A100-SXM4-40GB', 'gfd_product': 'NVIDIA-A100-SXM4-40GB', 'memory_mib': 40960,
-     'compute_capability': '8.0', 'pci_device_id': '0x20B0', 'mig_capable': True,
+     'architecture': 'Ampere', 'brand': 'Nvidia', 'compute_capability': '8.0', 'pci_device_id': '0x20B0',
+     'mig_capable': True,
      'memory_slices': 8, 'compute_slices': 7, 'source': 'go-nvml v0.13.4-1',
      'profiles': {'1g.5gb': {'size': 1, 'placements': [0, ..., 6], 'max': 7, 'compute_slices': 1,
-                             'memory_mib': 4864, 'profile': 0}, ...}}
+                             'memory_mib': 4864, 'profile': 0, 'gi_id': 19,
+                             'dra_capacity': {'multiprocessors': 14, 'copyEngines': 1, ...}}, ...}}
 """
 
 import copy
@@ -72,17 +74,27 @@ def corrected(gpu):
     return out
 
 
+# the GPU-instance profile's counts as the dump names them -> as NVIDIA's DRA driver names them (capacity)
+ENGINES = (("multiprocessors", "multiprocessors"), ("copy_engines", "copyEngines"), ("decoders", "decoders"),
+           ("encoders", "encoders"), ("jpeg_engines", "jpegEngines"), ("ofa_engines", "ofaEngines"))
+
+
 def entry(gpu, source):
     """A product entry from one GPU in the dump's shape."""
     profiles = {}
+    slices = max([int(x["start"]) + int(x["size"]) for p in gpu["profiles"] for x in p["placements"]] or [0])
     for p in gpu["profiles"]:
         places = p["placements"]
         profiles[p["name"]] = {
             "profile": p["profile"], "size": int(places[0]["size"]) if places else 0,
+            "gi_id": local_gpus.GI_PROFILE_IDS.get(slices, {}).get(p["profile"], p.get("id")),
             "placements": sorted(int(x["start"]) for x in places), "max": int(p["instance_count"]),
-            "compute_slices": int(p["slice_count"]), "memory_mib": int(p["memory_mib"])}
+            "compute_slices": int(p["slice_count"]), "memory_mib": int(p["memory_mib"]),
+            "dra_capacity": {name: int(p[key]) for key, name in ENGINES if key in p}}
+    arch, brand = local_gpus.FALLBACK_ARCH.get(gpu["name"], ("", ""))
     return {
         "product": gpu["name"], "gfd_product": "-".join(gpu["name"].split()),
+        "architecture": gpu.get("architecture") or arch, "brand": gpu.get("brand") or brand,
         "memory_mib": int(gpu["memory_mib"]), "compute_capability": gpu["compute_capability"],
         "pci_device_id": gpu["pci_device_id"], "alt_pci_device_ids": [],
         "mig_capable": bool(gpu["mig_capable"] and profiles), "source": source,

@@ -11,8 +11,9 @@ import yaml
 MODES = ("auto", "always", "operator")
 
 DEFAULTS = {
-    # Agents to run (threads). Any subset of: nfd, gfd, mig-manager, olm, machine-api, workload-logs.
-    "agents": ["nfd", "gfd", "mig-manager", "olm", "machine-api", "workload-logs"],
+    # Agents to run (threads). Any subset of: nfd, gfd, mig-manager, olm, machine-api, workload-logs,
+    # dra-kubelet-plugin.
+    "agents": ["nfd", "gfd", "mig-manager", "olm", "machine-api", "workload-logs", "dra-kubelet-plugin"],
     # Namespace of the GPU operator (ConfigMaps for mig-parted and the device plugin live here).
     # Empty: env OPERATOR_NAMESPACE, else "gpu-operator".
     "operator_namespace": "",
@@ -154,7 +155,7 @@ def validate(cfg):
             raise ConfigError("simulation.%s must be one of %s" % (key, ", ".join(MODES)))
     if cfg["nfd"] not in ("always", "on-cr"):
         raise ConfigError("simulation.nfd must be 'always' or 'on-cr'")
-    known = {"nfd", "gfd", "mig-manager", "olm", "machine-api", "workload-logs"}
+    known = {"nfd", "gfd", "mig-manager", "olm", "machine-api", "workload-logs", "dra-kubelet-plugin"}
     unknown = set(cfg["agents"]) - known
     if unknown:
         raise ConfigError("unknown agents: %s" % ", ".join(sorted(unknown)))

@@ -67,3 +67,17 @@ CORRECTIONS = {
                     "1- and 2-slice memory from published `-lgip`, PCI ID from gpu-operator's default "
                     "mig-parted config; " + _HOPPER_PLACEMENTS},
 }
+
+# Real NVML GPU-instance profile IDs (what `nvidia-smi mig -lgip` prints), by the number of memory slices of the
+# GPU and the NVML profile index (NVML_GPU_INSTANCE_PROFILE_*) the dump's "profile" holds: go-nvml's mock returns
+# the index itself as GpuInstanceProfileInfo.Id. NVIDIA's DRA driver names MIG devices with the real ID.
+# Evidence: docs/facts.md, "8-memory-slice GPUs" and "A30" (published `-lgip` output).
+GI_PROFILE_IDS = {
+    8: {0: 19, 7: 20, 9: 15, 1: 14, 2: 9, 3: 5, 4: 0},
+    4: {0: 14, 7: 21, 1: 5, 8: 6, 3: 0},
+}
+
+# Architecture and brand of the fallback rows (go-nvlib's strings, as NVIDIA's DRA driver publishes them; the
+# mock's GPUs carry their own in the dump): not from NVIDIA's mock, from each GPU's architecture.
+FALLBACK_ARCH = {"Tesla T4": ("Turing", "Nvidia"), "NVIDIA L40S": ("Ada Lovelace", "Nvidia"),
+                 "NVIDIA L4": ("Ada Lovelace", "Nvidia"), "NVIDIA A10": ("Ampere", "Nvidia")}

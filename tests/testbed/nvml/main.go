@@ -38,6 +38,13 @@ type profile struct {
 	InstanceCount uint32      `json:"instance_count"` // most instances per GPU
 	MemoryMiB     uint64      `json:"memory_mib"`     // GpuInstanceProfileInfo.MemorySizeMB
 	Placements    []placement `json:"placements"`     // GetGpuInstancePossiblePlacements (memory slices)
+	// the engine counts of GpuInstanceProfileInfo (what NVIDIA's DRA driver publishes as capacity)
+	Multiprocessors uint32 `json:"multiprocessors"`
+	CopyEngines     uint32 `json:"copy_engines"`
+	Decoders        uint32 `json:"decoders"`
+	Encoders        uint32 `json:"encoders"`
+	JpegEngines     uint32 `json:"jpeg_engines"`
+	OfaEngines      uint32 `json:"ofa_engines"`
 }
 
 type gpu struct {
@@ -45,6 +52,8 @@ type gpu struct {
 	MemoryMiB         uint64    `json:"memory_mib"`         // nvmlDeviceGetMemoryInfo total / MiB
 	PciDeviceID       string    `json:"pci_device_id"`      // upper 16 bits of nvmlPciInfo.pciDeviceId
 	ComputeCapability string    `json:"compute_capability"` // nvmlDeviceGetCudaComputeCapability
+	Architecture      string    `json:"architecture"`       // go-nvlib GetArchitectureAsString
+	Brand             string    `json:"brand"`              // go-nvlib GetBrandAsString
 	MigCapable        bool      `json:"mig_capable"`
 	Profiles          []profile `json:"profiles"`
 }
@@ -94,7 +103,10 @@ func profiles(lib device.Interface, dev nvml.Device, total uint64) []profile {
 		places, ret := dev.GetGpuInstancePossiblePlacements(&info)
 		check(ret, fmt.Sprintf("GetGpuInstancePossiblePlacements(%d)", i))
 		p := profile{Name: name.String(), Profile: i, ID: info.Id, SliceCount: info.SliceCount,
-			InstanceCount: info.InstanceCount, MemoryMiB: info.MemorySizeMB, Placements: []placement{}}
+			InstanceCount: info.InstanceCount, MemoryMiB: info.MemorySizeMB, Placements: []placement{},
+			Multiprocessors: info.MultiprocessorCount, CopyEngines: info.CopyEngineCount,
+			Decoders: info.DecoderCount, Encoders: info.EncoderCount, JpegEngines: info.JpegCount,
+			OfaEngines: info.OfaCount}
 		for _, pl := range places {
 			p.Placements = append(p.Placements, placement{Start: pl.Start, Size: pl.Size})
 		}
@@ -118,8 +130,13 @@ func describe(lib device.Interface, nvmllib nvml.Interface, index int) gpu {
 	must(err)
 	capable, err := d.IsMigCapable()
 	must(err)
+	arch, err := d.GetArchitectureAsString()
+	must(err)
+	brand, err := d.GetBrandAsString()
+	must(err)
 	g := gpu{Name: name, MemoryMiB: mem.Total / (1024 * 1024), PciDeviceID: fmt.Sprintf("0x%04X", pci.PciDeviceId>>16),
-		ComputeCapability: fmt.Sprintf("%d.%d", major, minor), MigCapable: capable, Profiles: []profile{}}
+		ComputeCapability: fmt.Sprintf("%d.%d", major, minor), Architecture: arch, Brand: brand,
+		MigCapable: capable, Profiles: []profile{}}
 	if capable {
 		g.Profiles = profiles(lib, dev, mem.Total)
 	}

@@ -7,11 +7,20 @@ from gpusim import contract as C
 from gpusim.catalog import Catalog
 
 
+ARCH = {"8": "Ampere", "9": "Hopper", "10": "Blackwell"}   # go-nvlib's names by compute capability major
+
+
+def _index(local_gpus, row, prof):
+    by_id = {gi_id: index for index, gi_id in local_gpus.GI_PROFILE_IDS[row["memory_slices"]].items()}
+    return by_id[prof["gi_id"]]
+
+
 def catalog_dump():
     """The collection's MIG-capable catalog rows in the shape of tests/testbed/build.sh's dump of NVIDIA's
     mock NVML: the simulator's own logic under test over known GPUs, without the Go build. (The simulator
     itself reads NVIDIA's dump; tests/integration/test_gpusim_gpus.py pins the catalog rows to it.)"""
     from ansible_collections.gpuops.gpu.plugins.module_utils.gpu import catalog as collection_catalog
+    from gpusim import local_gpus
     gpus = []
     for key in collection_catalog.product_names():
         row = collection_catalog.get_product(key)
@@ -21,7 +30,10 @@ def catalog_dump():
             "name": "NVIDIA " + row["product"], "memory_mib": row["memory_mib"],
             "pci_device_id": row["pci_device_id"], "compute_capability": row["compute_capability"],
             "mig_capable": True,
-            "profiles": [{"name": name, "profile": prof["gi_id"], "id": prof["gi_id"],
+            "architecture": ARCH[row["compute_capability"].split(".")[0]], "brand": "Nvidia",
+            # the NVML profile index, which the mock also returns as the profile ID (local_gpus.GI_PROFILE_IDS)
+            "profiles": [{"name": name, "profile": _index(local_gpus, row, prof), "id": _index(local_gpus, row, prof),
+                          "multiprocessors": 14 * prof["compute_slices"], "copy_engines": prof["compute_slices"],
                           "slice_count": prof["compute_slices"], "instance_count": prof["max"],
                           "memory_mib": prof["memory_mib"],
                           "placements": [{"start": start, "size": prof["size"]} for start in prof["placements"]]}

@@ -4,6 +4,7 @@ from gpusim.agents.nodes import DevicePluginAgent, MigManagerAgent, NFDAgent
 from gpusim.agents.olm import OLMAgent
 from gpusim.agents.machineapi import MachineAPIAgent
 from gpusim.agents.workloads import WorkloadLogAgent
+from gpusim.agents.dra import DRAKubeletPluginAgent
 
 AGENTS = {
     "nfd": NFDAgent,
@@ -12,4 +13,5 @@ AGENTS = {
     "olm": OLMAgent,
     "machine-api": MachineAPIAgent,
     "workload-logs": WorkloadLogAgent,
+    "dra-kubelet-plugin": DRAKubeletPluginAgent,
 }
