@@ -2,7 +2,10 @@
 """MIG rollout benchmark on the virtual GPU cluster, side by side in one run (docs/performance.md):
 
   1. gpuops.gpu.mig_rollout against the floor (batches x S) at each node count of --curve, max_unavailable
-     10%, simulated reconfiguration S seconds; API requests per node; an SVG chart of the curve;
+     10%, simulated reconfiguration S seconds; API requests per node; an SVG chart of the curve; the node
+     timelines split into the rollout's own time and the simulated agents' time, with the machine's load, the
+     CPU seconds of each process of the virtual cluster and the API server's time per request
+     (bench/node_timelines.py);
   2. batch mode against the rolling window (window: rolling) on a fleet whose nodes take 3-7 s each;
   3. the naive kubernetes.core recipe (bench/naive_mig_recipe.yml: k8s_drain + k8s label + k8s_info until
      + uncordon, one node after the other) on a few nodes, compared per node;
@@ -22,6 +25,8 @@ import tempfile
 import time
 
 import yaml
+
+from node_timelines import Machine, report_lines
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TESTBED = os.path.join(REPO, 'tests', 'testbed', 'testbed')
@@ -177,12 +182,16 @@ def curve(counts, seconds, max_unavailable):
             kubeconfig, up_s = cluster(name, count, seconds)
             wait_labelled(kubeconfig, count, 900)
             before = load()
+            machine = Machine(name, kubeconfig)
+            machine.start()
             res, wall = rollout(kubeconfig, 'all-1g.5gb', max_unavailable)
+            machine.stop(wall)
             floor = len(res['batches']) * seconds
             points.append({'nodes': count, 'batches': len(res['batches']), 'floor': floor, 'seconds': seconds,
                            'duration': res['duration_s'], 'wall': wall, 'requests': res['api_requests'],
                            'up': up_s, 'load': (before, load()),
-                           'slowest': max(s['duration_s'] for s in res['nodes'])})
+                           'slowest': max(s['duration_s'] for s in res['nodes']),
+                           'timelines': report_lines(res, seconds, machine)})
         finally:
             down(name)
     return points
@@ -229,6 +238,11 @@ def curve_lines(points, max_unavailable):
             p['requests'] / float(p['nodes']), p['slowest'], p['up'], p['load'][0], p['load'][1]))
     lines += ['', 'max_unavailable %s, simulated reconfiguration %.1f s per node.' % (
         max_unavailable, points[0]['seconds']), '']
+    for p in points:
+        lines += ['### Node timelines at %d nodes (%d per batch)' % (p['nodes'], -(-p['nodes'] // p['batches'])), '',
+                  'The rollout\'s own time (its writes and reads before the label and after success) and the '
+                  'simulated agents\' time, from the timelines of the module\'s result (bench/node_timelines.py).',
+                  ''] + p['timelines']
     return lines
 
 

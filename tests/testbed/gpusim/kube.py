@@ -93,8 +93,10 @@ def now_iso():
 class Kube(object):
     """Raw REST calls; every method returns/accepts plain dicts. Thread-safe."""
 
-    def __init__(self, kubeconfig=None, context=None, pool_size=32, timeout=30, retries=0):
-        """``retries``: how many times a call is sent again after a transient failure (no
+    def __init__(self, kubeconfig=None, context=None, pool_size=96, timeout=30, retries=0):
+        """``pool_size``: connections kept for reuse; enough for every watch and every worker of the
+        simulator's agents at once, so that a burst of writes opens no new TLS connections.
+        ``retries``: how many times a call is sent again after a transient failure (no
         connection, HTTP 429 or 5xx), waiting 0.2 s, 0.4 s, ... in between (0: never)."""
         conf = k8s_client.Configuration()
         k8s_config.load_kube_config(config_file=kubeconfig, context=context,

@@ -1,6 +1,7 @@
 """The thin agent loops of gpusim, driven against in-memory fakes (no cluster)."""
 import copy
 import threading
+import time
 
 from gpusim import contract as C
 from gpusim import kube as K
@@ -249,3 +250,71 @@ def test_nfd_agent_on_cr_waits_for_the_custom_resource():
     ctx.informer(K.NFD_OPENSHIFT).put({"metadata": {"name": "nfd-instance", "namespace": "openshift-nfd"}})
     drain(ctx, [agent])
     assert labels(ctx, "g")["feature.node.kubernetes.io/pci-10de.present"] == "true"
+
+
+def test_reconfiguration_time_counts_from_when_the_label_was_seen():
+    ctx, mm = setup(MigManagerAgent, mig_reconfigure_seconds=5)
+    ctx._nodes.put(node("a"))
+    drain(ctx, [mm])
+    set_label(ctx, "a", **{C.L_MIG_CONFIG: "all-1g.5gb"})
+    assert mm.seen["a"][0] == "all-1g.5gb"
+    mm.seen["a"] = ("all-1g.5gb", time.monotonic() - 4.0)   # the worker gets to the node 4 s after the watch
+    mm.reconcile("a")
+    assert labels(ctx, "a")[C.L_MIG_STATE] == "pending"
+    assert mm.jobs["a"]["due"] - time.monotonic() < 1.5     # 5 s from the label, not from the worker
+    assert "a" not in mm.seen
+
+
+def test_a_label_seen_earlier_does_not_shorten_a_later_start():
+    ctx, mm = setup(MigManagerAgent, mig_reconfigure_seconds=5)
+    ctx._nodes.put(node("a"))
+    drain(ctx, [mm])
+    set_label(ctx, "a", **{C.L_MIG_CONFIG: "all-1g.5gb"})
+    mm.seen["a"] = ("all-2g.10gb", time.monotonic() - 4.0)  # a newer value than the node this worker read
+    mm.reconcile("a")
+    assert mm.jobs["a"]["due"] - time.monotonic() > 4.0
+    assert "a" in mm.seen                                    # kept for the reconciliation of that value
+
+
+def test_a_reconfiguration_costs_two_writes_per_agent():
+    """mig-manager: pending, then success; device plugin + GFD: one write when paused (allocatable 0 and its
+    state annotation together), one after the change (labels, state and allocatable together)."""
+    ctx, mm, dp = mig_cluster()
+    set_label(ctx, "a", **{C.L_MIG_CONFIG: "all-1g.5gb"})
+    writes = []
+    for agent, state in ((mm, "pending"), (dp, "pending"), (mm, "success"), (dp, "success")):
+        before = ctx.kube.patches
+        agent.reconcile("a")
+        writes.append(ctx.kube.patches - before)
+        assert labels(ctx, "a")[C.L_MIG_STATE] == state
+        if agent is dp:
+            paused = state == "pending"
+            assert ctx._nodes.get("a")["status"]["allocatable"]["nvidia.com/gpu"] == ("0" if paused else "56")
+    assert writes == [1, 1, 1, 1]
+    assert labels(ctx, "a")["nvidia.com/gpu.slices.gi"] == "1"
+    before = ctx.kube.patches
+    drain(ctx, [mm, dp])
+    assert ctx.kube.patches == before
+
+
+def test_cluster_policy_status_alone_requeues_no_node():
+    ctx, mm, dp = mig_cluster()
+    cp = {"metadata": {"name": "cluster-policy", "creationTimestamp": "t"}, "spec": {"mig": {"strategy": "single"}},
+          "status": {"state": "notReady"}}
+    ctx._cps.put(copy.deepcopy(cp))
+    drain(ctx, [mm, dp])
+    cp["status"]["state"] = "ready"
+    ctx._cps.put(copy.deepcopy(cp))
+    assert len(mm.queue) == 0 and len(dp.queue) == 0
+    cp["spec"]["mig"]["strategy"] = "mixed"
+    ctx._cps.put(copy.deepcopy(cp))
+    assert len(mm.queue) == 1 and len(dp.queue) == 1
+
+
+def test_device_plugin_requeues_nodes_only_for_its_configmap():
+    ctx, mm, dp = mig_cluster()
+    ctx._cms.put({"metadata": {"name": "unrelated", "namespace": "gpu-operator"}, "data": {"a": "1"}})
+    assert len(dp.queue) == 0
+    ctx.cfg["defaults"]["device_plugin_config"] = {"name": "plugin-config", "default": ""}
+    ctx._cms.put({"metadata": {"name": "plugin-config", "namespace": "gpu-operator"}, "data": {"a": "1"}})
+    assert len(dp.queue) == 1

@@ -15,12 +15,17 @@ TERMINAL = ("Succeeded", "Failed")
 
 
 def patch_node(ctx, name, metadata=None, status=None):
-    if metadata:
-        obj = ctx.kube.merge_patch(K.NODES, name, {"metadata": metadata})
-        ctx.nodes().update_local(obj)
+    """One merge patch: metadata alone through the node; status, with any metadata, through the node's
+    status subresource, which keeps the metadata of the patch (the API server resets only the spec there:
+    docs/facts.md, "Node status subresource"). The cache gets the answer at once."""
     if status:
-        obj = ctx.kube.merge_patch(K.NODES, name, {"status": status}, subresource="status")
-        ctx.nodes().update_local(obj)
+        body = dict({"metadata": metadata} if metadata else {}, status=status)
+        obj = ctx.kube.merge_patch(K.NODES, name, body, subresource="status")
+    elif metadata:
+        obj = ctx.kube.merge_patch(K.NODES, name, {"metadata": metadata})
+    else:
+        return
+    ctx.nodes().update_local(obj)
 
 
 def node_event(ctx, node, etype, reason, message, component):
@@ -60,6 +65,11 @@ def device_plugin_pod_uid(ctx, node_name, pod_label=C.DP_POD_LABEL):
     return pods[-1]["metadata"]["uid"]
 
 
+def spec_changed(etype, obj, old):
+    """Whether a ClusterPolicy event changes what the agents read (its spec), not only its status."""
+    return etype == DELETED or old is None or obj.get("spec") != old.get("spec")
+
+
 class _NodeAgent(Agent):
     workers = 8    # I/O bound (one PATCH per changed node); the GIL is released while waiting
 
@@ -89,6 +99,14 @@ class _OperandAgent(_NodeAgent):
     follows the ClusterPolicy, the operator's ConfigMaps and the pods on its nodes."""
 
     pod_label = None   # (key, value) of the operand pod
+    # a batch of nodes changes at once (a rollout labels 100 nodes in a second or two) and each node's
+    # reaction is one PATCH, mostly waiting for the API server: enough workers that a node's write does not
+    # queue behind its batch-mates' (the client's connection pool is sized for them, kube.Kube)
+    workers = 32
+
+    def _on_cp(self, etype, obj, old):
+        if spec_changed(etype, obj, old):
+            self.enqueue_all_nodes()
 
     def watched(self):
         return (self.ctx.nodes(), self.ctx.pods(), self.ctx.configmaps(), self.ctx.clusterpolicies())
@@ -149,7 +167,7 @@ class DevicePluginAgent(_OperandAgent):
     pod_label = C.DP_POD_LABEL
 
     def setup(self):
-        self.ctx.clusterpolicies().add_handler(self.enqueue_all_nodes)
+        self.ctx.clusterpolicies().add_handler(self._on_cp)
         self.ctx.configmaps().add_handler(self._on_configmap)
         self.ctx.pods().add_handler(self._on_pod)
         self.ctx.nodes().add_handler(self._on_node)
@@ -165,8 +183,13 @@ class DevicePluginAgent(_OperandAgent):
 
     def _on_configmap(self, etype, obj, old):
         # Content changes are NOT picked up by a running plugin, but a crash-looping plugin
-        # (missing ConfigMap/key, bad content) re-reads at its next restart: re-check nodes.
-        self.enqueue_all_nodes()
+        # (missing ConfigMap/key, bad content) re-reads at its next restart: re-check the nodes when
+        # the ConfigMap the plugin reads appears, goes or changes (not at every resync, not for others).
+        _s, cm_name, _d, _e, _g = deviceplugin.cp_settings(self.ctx.cluster_policy(), self.cfg)
+        if obj["metadata"]["name"] != cm_name:
+            return
+        if etype == DELETED or old is None or obj.get("data") != old.get("data"):
+            self.enqueue_all_nodes()
 
     def reconcile(self, name):
         node = self.ctx.nodes().get(name)
@@ -211,6 +234,7 @@ class MigManagerAgent(_OperandAgent):
         self.epochs = {}      # node -> (mig-manager pod uid, restart annotation) of that pod
         self.jobs = {}        # node -> {"value", "spec", "due", "source", "epoch"}
         self.waiting = {}     # node -> value waiting for a missing ConfigMap
+        self.seen = {}        # node -> (label value, when the watch delivered it): the reconfiguration's start
         self.ctx.clusterpolicies().add_handler(self._on_cp)
         self.ctx.configmaps().add_handler(self._on_configmap)
         self.ctx.pods().add_handler(self._on_pod)  # GPU pods block a reconfiguration
@@ -219,19 +243,21 @@ class MigManagerAgent(_OperandAgent):
     def _on_node(self, etype, obj, old):
         # Event-level, like the real informer: a removed label is seen even when it is set
         # again before the worker gets to the node.
-        if etype != DELETED and old is not None:
-            if (C.node_labels(old).get(C.L_MIG_CONFIG)
-                    and not C.node_labels(obj).get(C.L_MIG_CONFIG)):
+        if etype != DELETED:
+            was = C.node_labels(old).get(C.L_MIG_CONFIG) if old is not None else None
+            value = C.node_labels(obj).get(C.L_MIG_CONFIG)
+            if was and not value:
                 self.handled.pop(obj["metadata"]["name"], None)
+            if value and value != was:
+                # the real mig-manager starts when its informer hands it the label: the reconfiguration
+                # time counts from here, not from when a worker got to the node or its first write returned
+                self.seen[obj["metadata"]["name"]] = (value, time.monotonic())
         _NodeAgent._on_node(self, etype, obj, old)
 
     def _epoch(self, node):
         name = node["metadata"]["name"]
         return (device_plugin_pod_uid(self.ctx, name, C.MM_POD_LABEL),
                 C.node_annotations(node).get(C.ANN_MM_RESTART, ""))
-
-    def _on_cp(self, etype, obj, old):
-        self.enqueue_all_nodes()
 
     def _on_configmap(self, etype, obj, old):
         if etype in ("ADDED", "SYNC"):
@@ -254,6 +280,7 @@ class MigManagerAgent(_OperandAgent):
         self.epochs.pop(name, None)
         self.jobs.pop(name, None)
         self.waiting.pop(name, None)
+        self.seen.pop(name, None)
 
     def _runs(self, node, cp):
         enabled = True
@@ -288,6 +315,17 @@ class MigManagerAgent(_OperandAgent):
         self.log.info("%s: %s=%s%s", name, C.L_MIG_STATE, step.state,
                       (" (%s)" % step.error) if step.error else "")
 
+    def _start(self, node):
+        """When a reconfiguration this reconciliation begins starts: when the watch delivered the node's
+        label value (the entry is used up), or now if it delivered another value since (a newer one: kept for
+        the reconciliation the watch queued after this one) or none (a restart, a ConfigMap that appeared)."""
+        name, now = node["metadata"]["name"], time.monotonic()
+        seen = self.seen.get(name)
+        if seen is None or seen[0] != C.node_labels(node).get(C.L_MIG_CONFIG):
+            return now
+        self.seen.pop(name, None)
+        return min(now, seen[1])
+
     def reconcile(self, name):
         node = self.ctx.nodes().get(name)
         if node is None:
@@ -300,6 +338,7 @@ class MigManagerAgent(_OperandAgent):
         if job is not None:
             self._continue(node, product, gpus, job)
             return
+        start = self._start(node)
         cp = self.ctx.cluster_policy()
         if not self._runs(node, cp):
             self.handled.pop(name, None)  # a new mig-manager pod re-reads the label
@@ -331,10 +370,9 @@ class MigManagerAgent(_OperandAgent):
         step = mig.begin(node, product, spec, value, gpus)
         self._apply(node, step)
         if step.state == "pending":
-            delay = self._delay(node)
-            self.jobs[name] = {"value": value, "spec": spec, "due": time.monotonic() + delay,
-                               "source": source, "epoch": epoch}
-            self.queue.add_after(name, delay)
+            due = start + self._delay(node)
+            self.jobs[name] = {"value": value, "spec": spec, "due": due, "source": source, "epoch": epoch}
+            self.queue.add_after(name, due - time.monotonic())
         else:
             self.handled[name] = value
             self.epochs[name] = epoch
