@@ -11,10 +11,10 @@ VENV_KEY := $(shell cat $(REQS) | sha256sum | cut -c1-12)
 VENV := $(GPUOPS_CACHE)/venv-$(VENV_KEY)
 VPY := $(VENV)/bin/python
 
-.PHONY: help test demo venv lint sanity unit integration package clean-cache
+.PHONY: help test demo venv lint sanity unit compat integration package clean-cache
 
 help:
-	@echo "make test   - lint, sanity, unit, package, virtual GPU cluster build + integration, molecule"
+	@echo "make test   - lint, sanity, unit, compat (oldest and newest versions), package, virtual GPU cluster build + integration, molecule"
 	@echo "make demo   - virtual GPU cluster + playbooks/site.yml + GPU fleet before/after"
 	@echo "make venv   - only create the pinned virtualenv ($(VENV))"
 
@@ -39,13 +39,13 @@ endef
 
 # `make test STAGES="unit sanity"` runs a subset; default is every stage.
 test:
-ifneq ($(filter-out lint sanity unit package,$(or $(STAGES),integration)),)
+ifneq ($(filter-out lint sanity unit compat package,$(or $(STAGES),integration)),)
 	$(start_build)
 endif
 	@$(MAKE) --no-print-directory venv
 	@$(VPY) tests/runner.py $(STAGES)
 
-lint sanity unit integration package: venv
+lint sanity unit compat integration package: venv
 	@$(VPY) tests/runner.py $@
 
 demo:

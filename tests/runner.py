@@ -30,7 +30,7 @@ SITE = next(p for p in sys.path if p.endswith('site-packages'))
 BUILD = os.path.join(CACHE, 'build', hashlib.sha256(REPO.encode()).hexdigest()[:12], 'run-%d' % os.getpid())
 COLL_ROOT = os.path.join(BUILD, 'collections')
 COLL = os.path.join(COLL_ROOT, 'ansible_collections', 'gpuops', 'gpu')
-ALL_STAGES = ['lint', 'sanity', 'unit', 'package', 'integration', 'molecule']
+ALL_STAGES = ['lint', 'sanity', 'unit', 'compat', 'package', 'integration', 'molecule']
 
 
 LANE = threading.local()  # .out: the file a stage of the second lane writes its output to
@@ -295,6 +295,32 @@ def stage_unit():
     return run_pytest('tests/unit')
 
 
+# The unit tests the version matrix runs. Left out: tests/unit/extensions (the development tool chain: ansible-lint,
+# ansible-builder, molecule, pinned to the main virtualenv) and tests/unit/plugins/inventory (they build the plugin
+# outside Ansible's plugin loader, which ansible-core 2.16 needs; tests/integration/test_compat.py runs the plugin
+# through ansible-inventory instead).
+COMPAT_UNIT = ['tests/unit/plugins', 'tests/unit/test_architecture.py', '--ignore', 'tests/unit/plugins/inventory']
+
+
+def stage_compat():
+    """The unit tests with the oldest versions the collection claims and with the newest (tests/compat/)."""
+    sys.path.insert(0, os.path.join(REPO, 'tests', 'compat'))
+    import venvs
+    passed = failed = 0
+    for name in venvs.NAMES:
+        vbin = venvs.ensure(name)
+        root = venvs.collections_root(os.path.join(BUILD, 'compat-collections'), COLL)
+        log('compat %s: %s' % (name, venvs.versions(vbin)))
+        junit = os.path.join(BUILD, 'compat-%s.xml' % name)
+        rc, _ = run([os.path.join(vbin, 'python'), '-m', 'pytest'] + COMPAT_UNIT + [
+            '-q', '-p', 'no:cacheprovider', '--junitxml', junit], cwd=os.path.join(root, 'ansible_collections', 'gpuops', 'gpu'),
+            extra_env={'PATH': vbin + os.pathsep + os.environ.get('PATH', ''), 'PYTHONPATH': root,
+                       'ANSIBLE_COLLECTIONS_PATH': root})
+        p, f, _s = pytest_counts(junit)
+        passed, failed = passed + p, failed + (f or (1 if rc else 0))
+    return passed, failed
+
+
 # The collection tarball: what only the virtual GPU cluster and the development tooling use stays out
 # (galaxy.yml build_ignore), the user docs go in. Checked on the built tarball by stage_package and
 # tests/unit/extensions/test_package_contents.py.
@@ -449,7 +475,7 @@ def stage_demo():
     return (1, 0) if rc == 0 else (0, 1)
 
 
-STAGES = {'lint': stage_lint, 'sanity': stage_sanity, 'unit': stage_unit, 'package': stage_package,
+STAGES = {'lint': stage_lint, 'sanity': stage_sanity, 'unit': stage_unit, 'compat': stage_compat, 'package': stage_package,
           'integration': stage_integration, 'molecule': stage_molecule, 'demo': stage_demo}
 
 

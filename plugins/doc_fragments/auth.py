@@ -24,7 +24,7 @@ notes:
   - Set the connection once for all gpuops.gpu and kubernetes.core modules with
     C(module_defaults) and the action group C(group/gpuops.gpu.gpu).
 requirements:
-  - kubernetes >= 24.2.0 (Python)
+  - kubernetes >= 29.0.0 (Python)
   - PyYAML >= 3.11 (Python)
 attributes:
   check_mode:

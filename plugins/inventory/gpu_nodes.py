@@ -16,7 +16,8 @@ description:
     clusters C(<cluster>_<node>). Optionally one host per cluster as well (O(cluster_hosts)).
   - 'Groups: C(gpu_nodes) (every node host), C(product_<product>) (C(product_unknown) without the GFD product label),
     C(mig_config_<config>), C(mig_state_<state>), C(sharing_<strategy>) (C(sharing_none) without sharing),
-    C(pool_<value>) (the O(pool_label)), C(cordoned), C(ready) or C(not_ready), C(cluster_<cluster>), and with
+    C(pool_<value>) (the O(pool_label)), C(cordoned), C(ready) or C(not_ready), C(cluster_<cluster>), the stack that
+    serves the node (C(gpu_stack_device_plugin), C(gpu_stack_dra), C(gpu_stack_both), C(gpu_stack_none)), and with
     O(cluster_hosts) C(gpu_clusters). A group name is the value lowercased, every run of characters other than
     letters, digits and C(_) turned into one C(_): C(NVIDIA-H100-80GB-HBM3) gives C(product_nvidia_h100_80gb_hbm3),
     C(all-1g.5gb) gives C(mig_config_all_1g_5gb).'
@@ -25,20 +26,23 @@ description:
     C(gpuops_mig_strategy), C(gpuops_mig_config), C(gpuops_mig_state), C(gpuops_mig_devices), C(gpuops_sharing),
     C(gpuops_sharing_replicas), C(gpuops_device_plugin_config), C(gpuops_capacity), C(gpuops_allocatable),
     C(gpuops_requested), C(gpuops_free), C(gpuops_gpu_pods), C(gpuops_cordoned), C(gpuops_ready), C(gpuops_taints),
-    C(gpuops_pool) and C(gpuops_labels) (the node labels of O(host_labels) and O(pool_label)). They mean what the
-    return values of the same name of M(gpuops.gpu.gpu_nodes_info) mean.'
+    C(gpuops_stack), C(gpuops_dra_devices), C(gpuops_dra_counts), C(gpuops_pool) and C(gpuops_labels) (the node
+    labels of O(host_labels) and O(pool_label)). They mean what the
+    return values of the same name of M(gpuops.gpu.gpu_nodes_info) mean (C(gpuops_stack), C(gpuops_dra_devices),
+    C(gpuops_dra_counts): RV(gpuops.gpu.gpu_nodes_info#module:nodes[].stack) and the others of that name).'
   - A cluster host has C(gpuops_cluster), C(gpuops_cluster_server) and C(gpuops_fleet_summary) (the RV(gpuops.gpu.gpu_nodes_info#module:summary)
     of its GPU nodes). The group C(cluster_<cluster>) has C(gpuops_cluster), C(gpuops_cluster_server) and the
     connection settings that are not secret (C(gpuops_kubeconfig) when a path, C(gpuops_context),
     C(gpuops_k8s_host), C(gpuops_k8s_ca_cert), C(gpuops_k8s_validate_certs), the variables every playbook of the
     collection reads, so a cluster host runs them against its cluster); tokens and passwords are never inventory variables.
-  - Each cluster is read with one node list and at most one pod list (paginated), whatever the number of nodes.
+  - Each cluster is read with one node list, at most one pod list and, where C(resource.k8s.io/v1) is served, one
+    ResourceSlice and one ResourceClaim list (paginated), whatever the number of nodes.
   - The configuration file must end with C(gpu_nodes.yml) or C(gpu_nodes.yaml).
 extends_documentation_fragment:
   - constructed
   - inventory_cache
 requirements:
-  - kubernetes >= 24.2.0 (Python)
+  - kubernetes >= 29.0.0 (Python)
   - the kubernetes.core collection
 options:
   plugin:
@@ -176,7 +180,8 @@ options:
     type: bool
     default: false
 notes:
-  - Needs RBAC C(list) on C(nodes) and, unless O(include_pods=false), C(list) on C(pods) in all namespaces (the
+  - Needs RBAC C(list) on C(nodes), C(resourceslices) and C(resourceclaims) (C(resource.k8s.io); without it the DRA
+    view is left out) and, unless O(include_pods=false), C(list) on C(pods) in all namespaces (the
     C(gpuops-gpu-report) ClusterRole of the collection's C(docs/rbac.md) is enough).
   - A source that cannot be read (a cluster that is down, a bad option) is a warning of C(ansible-inventory) and
     an empty inventory unless E(ANSIBLE_INVENTORY_UNPARSED_FAILED) is true; an AWX/AAP inventory sync sets it, so

@@ -17,6 +17,11 @@ description:
     configuration and reconfiguration state, the sharing strategy (time-slicing, MPS) and
     replicas, the allocatable GPU resources against the ones requested by the pods bound to the
     node, the GPU workload pods, whether the node is cordoned, and its taints; plus cluster totals.
+  - In Dynamic Resource Allocation (DRA) terms as well, where C(resource.k8s.io/v1) is served, from the
+    ResourceSlices of NVIDIA's DRA driver (C(gpu.nvidia.com), newest pool generation only) and the
+    ResourceClaims, whose allocations say which devices are taken. Per node, the stack that serves
+    it (RV(nodes[].stack)) and its DRA devices, allocated or free (RV(nodes[].dra_devices)); a node the
+    driver publishes devices for counts as a GPU node.
   - The values come from the node labels written by GPU Feature Discovery, Node Feature Discovery
     and the MIG manager (C(nvidia.com/gpu.product), C(nvidia.com/gpu.count),
     C(nvidia.com/mig.config.state), ...), from the node C(status.allocatable) and from the pod
@@ -24,8 +29,9 @@ description:
   - The cluster is read with list calls only, never one request per node. One node list
     (filtered by the API server with O(label_selector)) and at most one pod list (bound,
     non-terminal pods, field selector C(spec.nodeName!=,status.phase!=Succeeded,status.phase!=Failed),
-    narrowed to C(spec.nodeName=<node>) when a single node is selected). Lists are read in pages of
-    500 objects.
+    narrowed to C(spec.nodeName=<node>) when a single node is selected); where C(resource.k8s.io/v1) is
+    served, one ResourceSlice list (C(spec.driver=gpu.nvidia.com)) and one ResourceClaim list. Lists
+    are read in pages of 500 objects.
   - Read-only. The module never changes the cluster and reports C(changed=false).
 extends_documentation_fragment: [kubernetes.core.k8s_auth_options, gpuops.gpu.auth]
 attributes:
@@ -68,7 +74,8 @@ options:
     default: true
 notes:
   - Needs RBAC C(list) on C(nodes) and, unless O(include_pods=false), C(list) on C(pods) in all
-    namespaces.
+    namespaces; for the DRA view C(list) on C(resourceslices) and C(resourceclaims) (C(resource.k8s.io)),
+    without which it is left out with a warning.
   - C(requested) counts every non-terminal pod bound to the node, DaemonSet pods included, the way
     the scheduler does. An extended resource request defaults to its limit; init containers count
     by their peak and restartable init containers (sidecars) add to the app containers.
@@ -244,6 +251,43 @@ nodes:
       type: list
       elements: dict
       sample: [{"key": "nvidia.com/gpu", "effect": "NoSchedule"}]
+    stack:
+      description:
+        - Which stack serves the node's GPUs. V(device-plugin) when its capacity holds C(nvidia.com/gpu),
+          C(nvidia.com/gpu.shared) or C(nvidia.com/mig-*) above zero; V(dra) when NVIDIA's DRA driver
+          publishes a ResourceSlice for it; V(both); V(none).
+      type: str
+      sample: dra
+    dra_devices:
+      description: The node's DRA devices, sorted by name; empty without DRA.
+      type: list
+      elements: dict
+      contains:
+        name: {description: "Device name as the driver forms it (C(gpu-0), C(gpu-0-mig-1g5gb-19-0)).", type: str}
+        pool: {description: "The ResourceSlice pool (the driver names it after the node).", type: str}
+        type: {description: "V(gpu) or V(mig) (attribute C(type)).", type: str}
+        product: {description: "Attribute C(productName), for example V(NVIDIA A100-SXM4-40GB).", type: str}
+        profile: {description: "MIG profile (attribute C(profile)), V(null) for a whole GPU.", type: str}
+        uuid: {description: "Attribute C(uuid).", type: str}
+        parent_uuid: {description: "A MIG device's C(parentUUID).", type: str}
+        parent: {description: "A MIG device's GPU: its device name, else its UUID.", type: str}
+        memory_mib: {description: "The C(memory) capacity in MiB.", type: int}
+        allocated: {description: "A claim's allocation holds the device.", type: bool}
+        claims: {description: "C(namespace/name) of the ResourceClaims that hold it.", type: list, elements: str}
+        pods: {description: "C(namespace/name) of the pods the claims are reserved for.", type: list, elements: str}
+        sharing:
+          description:
+            - The C(sharing) of the driver's C(GpuConfig) or C(MigDeviceConfig) that applies to the
+              allocation (C(strategy) V(TimeSlicing) or V(MPS) and its settings), V(null) without one.
+          type: dict
+      sample: [{"name": "gpu-0", "pool": "node-1", "type": "gpu", "product": "NVIDIA A100-SXM4-40GB",
+                "profile": null, "uuid": "GPU-4f5b", "parent_uuid": null, "parent": null, "memory_mib": 40960,
+                "allocated": true, "claims": ["team-a/train-gpu"], "pods": ["team-a/train"],
+                "sharing": {"strategy": "TimeSlicing", "timeSlicingConfig": {"interval": "Long"}}}]
+    dra_counts:
+      description: The node's DRA devices by product (C(<product> MIG <profile>) for MIG devices).
+      type: dict
+      sample: {"NVIDIA A100-SXM4-40GB": {"total": 2, "allocated": 1, "free": 1}}
 summary:
   description: Totals over RV(nodes).
   returned: success
@@ -301,6 +345,32 @@ summary:
       description: Number of nodes whose C(Ready) condition is not C(True).
       type: int
       sample: 0
+    stacks:
+      description: GPU nodes by RV(nodes[].stack).
+      type: dict
+      sample: {"device-plugin": 4, "dra": 2}
+    dra_devices:
+      description: Sum of RV(nodes[].dra_counts).
+      type: dict
+      sample: {"NVIDIA A100-SXM4-40GB MIG 1g.5gb": {"total": 7, "allocated": 3, "free": 4}}
+dra:
+  description:
+    - Whether the cluster serves C(resource.k8s.io/v1) (RV(dra.served)), and what was read there.
+    - Only C(served) V(false) when it is not served; C(readable) V(false) with a C(reason) when the account
+      may not list ResourceSlices and ResourceClaims.
+  returned: success
+  type: dict
+  contains:
+    served: {description: "C(resource.k8s.io/v1) is served.", type: bool}
+    driver: {description: "The DRA driver read.", type: str, sample: gpu.nvidia.com}
+    slices: {description: "ResourceSlices of the newest generation of their pool.", type: int, sample: 6}
+    stale_slices: {description: "Older slices of those pools, left out.", type: int, sample: 0}
+    claims: {description: "ResourceClaims holding devices of the driver.", type: int, sample: 3}
+    unknown_allocations:
+      description: "C(pool/device) allocated by a claim that no current slice lists (a device gone since)."
+      type: list
+      elements: str
+      sample: []
 not_found:
   description: Names from O(names) that matched no node (after O(label_selector)).
   returned: success
@@ -316,7 +386,8 @@ not_gpu:
 api_requests:
   description:
     - Number of API requests the inventory made (two for a cluster of up to 500 nodes and 500
-      bound pods, whatever the number of GPU nodes).
+      bound pods, whatever the number of GPU nodes, plus one where C(resource.k8s.io/v1) is not served,
+      two where it is and up to 500 slices and 500 claims exist).
   returned: success
   type: int
   sample: 2

@@ -97,7 +97,7 @@ options:
         to name the same namespace; the roles pass on the RV(namespace) of the lock they took.
     type: str
 requirements:
-  - kubernetes >= 24.2.0
+  - kubernetes >= 29.0.0
   - RBAC on leases.coordination.k8s.io in that namespace, create, and get, update, delete for the name
     gpuops-gpu-rollout (the shipped ClusterRole gpuops-gpu-rollout has them), and list on
     clusterpolicies.nvidia.com (where the lock lives) unless O(lock_namespace) is set

@@ -16,8 +16,10 @@ import tempfile
 import yaml
 
 
-def run_play(kubeconfig, tasks, check=False, diff=False, extra_env=None, timeout=900, vars=None):
-    """Run one play of ``tasks``; returns (rc, {task name: result}, raw stdout)."""
+def run_play(kubeconfig, tasks, check=False, diff=False, extra_env=None, timeout=900, vars=None, bin_dir=None):
+    """Run one play of ``tasks``; returns (rc, {task name: result}, raw stdout). ``bin_dir``: the virtualenv whose
+    ansible-playbook and Python run it (the version matrix, tests/compat/), else this one's."""
+    bin_dir = bin_dir or os.path.dirname(sys.executable)
     play = [{'name': 'integration', 'hosts': 'localhost', 'gather_facts': False,
              'vars': vars or {}, 'tasks': tasks}]
     with tempfile.NamedTemporaryFile('w', suffix='.yml', delete=False) as f:
@@ -26,9 +28,9 @@ def run_play(kubeconfig, tasks, check=False, diff=False, extra_env=None, timeout
     env = dict(os.environ)
     env.update({'K8S_AUTH_KUBECONFIG': kubeconfig, 'ANSIBLE_STDOUT_CALLBACK': 'ansible.posix.json',
                 'ANSIBLE_LOCALHOST_WARNING': 'false', 'ANSIBLE_INVENTORY_UNPARSED_WARNING': 'false',
-                'ANSIBLE_PYTHON_INTERPRETER': sys.executable})
+                'ANSIBLE_PYTHON_INTERPRETER': os.path.join(bin_dir, 'python')})
     env.update(extra_env or {})
-    cmd = [os.path.join(os.path.dirname(sys.executable), 'ansible-playbook'), path]
+    cmd = [os.path.join(bin_dir, 'ansible-playbook'), path]
     if check:
         cmd.append('--check')
     if diff:

@@ -106,7 +106,9 @@ def test_inventory_matches_the_cluster(testbed, core, gpu_nodes_ready):
     result = res["all"]
     assert result["changed"] is False
     assert [n["name"] for n in result["nodes"]] == gpu_nodes_ready
-    assert result["api_requests"] == 2, "one node list + one pod list, whatever the node count"
+    assert result["api_requests"] == 4, ("one node list + one pod list, whatever the node count, and the "
+                                         "ResourceSlice and ResourceClaim lists (resource.k8s.io/v1 is served)")
+    assert result["dra"]["served"] is True
     assert (result["not_found"], result["not_gpu"]) == ([], [])
 
     # every value against the Node objects themselves (one list, like the module)
@@ -142,8 +144,8 @@ def test_inventory_matches_the_cluster(testbed, core, gpu_nodes_ready):
     assert all(everything[n]["gpu_node"] is False and everything[n]["allocatable"] == {} for n in cpu_nodes)
     assert res["everything"]["summary"]["gpu_nodes"] == len(gpu_nodes_ready)
 
-    # include_pods=false: one request, pod-derived values unknown (null), not zero
-    assert res["no_pods"]["api_requests"] == 1
+    # include_pods=false: no pod list, pod-derived values unknown (null), not zero
+    assert res["no_pods"]["api_requests"] == 3
     assert all(n["requested"] is None and n["gpu_pods"] is None for n in res["no_pods"]["nodes"])
     assert res["no_pods"]["summary"]["requested"] is None
 
@@ -201,11 +203,11 @@ def test_requested_gpus_follow_the_pods(testbed, core, namespace, gpu_nodes_read
     others_after = {n["name"]: n["requested"] for n in res["after"]["nodes"] if n["name"] != name}
     assert others_after == others_before
 
-    # names: the node plus a missing one (warning, not_found); one node → still two requests
+    # names: the node plus a missing one (warning, not_found); one node → still two requests (and the two DRA lists)
     assert [n["name"] for n in res["one"]["nodes"]] == [name]
     assert res["one"]["not_found"] == ["no-such-node"]
     assert node_of(res["one"], name)["requested"] == {GPU: 3}
-    assert res["single"]["api_requests"] == 2
+    assert res["single"]["api_requests"] == 4
     assert node_of(res["single"], name)["gpu_pods"] == after["gpu_pods"]
 
     # label_selector goes to the API server: only that node group

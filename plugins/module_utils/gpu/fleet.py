@@ -75,6 +75,44 @@ def sharing_cell(node):
     return '%s/%s' % (strategy, _text(node.get('replicas')))
 
 
+def dra_kind(device):
+    """What a DRA device is in the fleet table: ``gpu``, ``mig-<profile>`` (the device plugin's resource names)."""
+    return 'mig-%s' % device.get('profile') if device.get('type') == 'mig' else device.get('type') or 'gpu'
+
+
+def dra_cell(node):
+    """The node's DRA devices, allocated of all, per kind: ``gpu:1/2 mig-1g.5gb:3/7``; ``-`` without any."""
+    kinds = {}
+    for device in node.get('dra_devices') or []:
+        used, total = kinds.get(dra_kind(device), (0, 0))
+        kinds[dra_kind(device)] = (used + (1 if device.get('allocated') else 0), total + 1)
+    return ' '.join('%s:%d/%d' % ((kind,) + kinds[kind]) for kind in sorted(kinds, key=resource_order)) or NONE
+
+
+def sharing_words(sharing):
+    """A DRA device's ``sharing`` (the driver's GpuConfig ``sharing``) in words: ``TimeSlicing interval=Long``,
+    ``MPS defaultActiveThreadPercentage=50``; ``-`` without one."""
+    if not isinstance(sharing, dict) or not sharing.get('strategy'):
+        return NONE
+    settings = []
+    for key in sorted(k for k in sharing if k != 'strategy'):
+        value = sharing[key] if isinstance(sharing[key], dict) else {key: sharing[key]}
+        settings.extend('%s=%s' % (name, value[name]) for name in sorted(value))
+    return ' '.join([str(sharing['strategy'])] + settings)
+
+
+DRA_HEADERS = ('NODE', 'DEVICE', 'TYPE', 'PRODUCT', 'PROFILE', 'MEMORY MIB', 'STATE', 'CLAIMS', 'PODS', 'SHARING')
+
+
+def dra_rows(nodes):
+    """One row of cells per DRA device of the nodes (node order, then device name): the DRA_HEADERS."""
+    return [[_text(node.get('name')), _text(d.get('name')), _text(d.get('type')), _text(d.get('product')),
+             _text(d.get('profile')), _text(d.get('memory_mib')), 'allocated' if d.get('allocated') else 'free',
+             ' '.join(d.get('claims') or []) or NONE, ' '.join(d.get('pods') or []) or NONE,
+             sharing_words(d.get('sharing'))]
+            for node in nodes for d in node.get('dra_devices') or []]
+
+
 # (header, cell function of a node dict, right aligned)
 COLUMNS = (
     ('NODE', lambda n: _text(n.get('name')), False),
@@ -87,6 +125,8 @@ COLUMNS = (
     ('ALLOCATABLE', lambda n: resources_cell(n.get('allocatable')), False),
     ('REQUESTED', lambda n: resources_cell(n.get('requested')), False),
     ('PODS', lambda n: pods_cell(n.get('gpu_pods')), True),
+    ('STACK', lambda n: _text(n.get('stack')), False),
+    ('DRA USED/ALL', dra_cell, False),
     ('READY', lambda n: 'no' if n.get('ready') is False else 'yes', False),
     ('CORDONED', lambda n: 'yes' if n.get('unschedulable') else 'no', False),
 )
@@ -121,6 +161,10 @@ def summary_lines(summary):
             summary.get('unschedulable', 0), summary.get('not_ready', 0),
             _counts(summary.get('mig_states') or {}), _counts(summary.get('sharing') or {})),
     ]
+    if summary.get('stacks') is not None:
+        devices = summary.get('dra_devices') or {}
+        lines.append('stacks: %s; DRA devices allocated: %s' % (_counts(summary['stacks']), ', '.join(
+            '%s %d/%d' % (key, devices[key]['allocated'], devices[key]['total']) for key in sorted(devices)) or NONE))
     return lines
 
 

@@ -161,7 +161,8 @@ def _count(value, where):
 
 
 def capacity_by_product(nodes, what='fleet'):
-    """{(product, resource): allocatable summed over the product's nodes}."""
+    """{(product, resource): allocatable summed over the product's nodes}; a node's DRA devices count as the
+    resources ``dra/gpu`` and ``dra/mig-<profile>`` (``fleet.py`` ``dra_kind``)."""
     out = {}
     for node in nodes:
         allocatable = node.get('allocatable') or {}
@@ -172,6 +173,9 @@ def capacity_by_product(nodes, what='fleet'):
         for resource, value in allocatable.items():
             where = '%s: node %s: allocatable %s' % (what, node.get('name'), resource)
             out[(product, resource)] = out.get((product, resource), 0) + _count(value, where)
+        for device in node.get('dra_devices') or []:  # DRA devices count as 'dra/gpu', 'dra/mig-<profile>'
+            key = (node.get('product') or device.get('product') or UNKNOWN_PRODUCT, 'dra/' + fleet_table.dra_kind(device))
+            out[key] = out.get(key, 0) + 1
     return out
 
 

@@ -7,8 +7,9 @@
 One self-contained page: inline CSS, charts drawn here as inline SVG, no script, no external URL;
 every text escaped. A bar chart of the allocatable GPU resources per product and resource (before
 and after with the difference, when the report has a ``before``), a timeline of the rollout (one
-row per node, split at each event of its timeline) with a table of the same events, and the fleet
-table (the columns of the text table, ``fleet.py``) with its totals.
+row per node, split at each event of its timeline) with a table of the same events, the fleet
+table (the columns of the text table, ``fleet.py``) with its totals, and the DRA devices of the nodes,
+allocated or free.
 """
 
 from __future__ import (absolute_import, division, print_function)
@@ -238,7 +239,7 @@ h1{font-size:22px;margin:0 0 4px}h2{font-size:17px;margin:28px 0 8px;border-bott
 .meta{color:#5b6776;margin:0 0 12px}ul.summary{margin:4px 0;padding-left:18px}
 table{border-collapse:collapse;font-size:13px;margin:8px 0}
 th,td{border:1px solid #d8dee6;padding:3px 8px;text-align:left;white-space:nowrap}
-th{background:#eef2f6}td.num{text-align:right}tr.failed td{background:#fdecea}
+th{background:#eef2f6}td.num{text-align:right}tr.failed td{background:#fdecea}tr.allocated td{background:#eaf3ea}
 td.delta-up{color:#1a7f37}td.delta-down{color:#b42318}
 svg.chart{display:block;font-size:12px;margin:8px 0}
 svg .label{text-anchor:end}svg .tick-label{text-anchor:middle;fill:#5b6776}
@@ -273,6 +274,16 @@ def _fleet_section(nodes, summary):
     lines = fleet_table.summary_lines(summary) if summary else []
     totals = '<ul class="summary">%s</ul>' % ''.join('<li>%s</li>' % esc(line) for line in lines) if lines else ''
     return '<section id="fleet"><h2>GPU nodes</h2>%s%s</section>' % (totals, body)
+
+
+def _dra_section(nodes):
+    """The DRA devices of every node, allocated or free, with the claims and pods that hold them; '' without any."""
+    rows = fleet_table.dra_rows(nodes)
+    if not rows:
+        return ''
+    classes = dict((index, row[6]) for index, row in enumerate(rows))
+    return '<section id="dra"><h2>DRA devices</h2>%s</section>' % html_table(
+        'dra-devices', fleet_table.DRA_HEADERS, rows, (5,), classes)
 
 
 def _capacity_section(rows):
@@ -340,4 +351,5 @@ def html_document(report):
             len(report['before']['nodes']), '' if len(report['before']['nodes']) == 1 else 's')
     return ''.join([head, '<header><h1>%s</h1><p class="meta">%s</p></header>' % (esc(report['title']), esc(meta)),
                     _capacity_section(report['capacity']), _rollout_section(report['rollout']),
-                    _fleet_section(report['nodes'], report['summary']), '</body></html>\n'])
+                    _fleet_section(report['nodes'], report['summary']), _dra_section(report['nodes']),
+                    '</body></html>\n'])

@@ -13,7 +13,9 @@ reads the clusters (``ops/inventory.py`` ``gpu_node_records``) and hands them to
   ``safe_name``): ``gpu_nodes`` (every node host), ``product_<product>`` (``product_unknown`` for a
   node without the GFD product label), ``mig_config_<config>``, ``mig_state_<state>`` (only nodes
   with these labels), ``sharing_<strategy>`` (``sharing_none`` without sharing), ``pool_<value>``
-  (the value of the pool label), ``cordoned``, ``ready`` / ``not_ready``, ``cluster_<cluster>``.
+  (the value of the pool label), ``cordoned``, ``ready`` / ``not_ready``, ``cluster_<cluster>``,
+  ``gpu_stack_<stack>`` (the stack that serves the node, ``gpu/dra_fleet.py``: ``gpu_stack_device_plugin``,
+  ``gpu_stack_dra``, ``gpu_stack_both``, ``gpu_stack_none``).
 * Host variables: ``HOST_VARS`` maps the keys of ``gpu/node.py`` ``node_gpu_info`` to
   ``gpuops_*`` names, plus ``gpuops_cluster``, ``gpuops_pool`` and ``gpuops_labels`` (the labels
   asked for). The ``cluster_<cluster>`` group carries the cluster's non-secret connection settings.
@@ -30,7 +32,7 @@ import re
 
 from ansible_collections.gpuops.gpu.plugins.module_utils.common.checks import Fields, Items, bool_errors, string_errors
 from ansible_collections.gpuops.gpu.plugins.module_utils.common.names import CONNECTION_VARS, SECRET_CONNECTION_OPTIONS
-from ansible_collections.gpuops.gpu.plugins.module_utils.gpu import node as gpu_node
+from ansible_collections.gpuops.gpu.plugins.module_utils.gpu import dra_fleet
 from ansible_collections.gpuops.gpu.plugins.module_utils.common.errors import InputError
 
 DEFAULT_POOL_LABEL = 'gpuops.dev/pool'
@@ -61,6 +63,9 @@ HOST_VARS = (
     ('unschedulable', 'gpuops_cordoned'),
     ('ready', 'gpuops_ready'),
     ('taints', 'gpuops_taints'),
+    ('stack', 'gpuops_stack'),
+    ('dra_devices', 'gpuops_dra_devices'),
+    ('dra_counts', 'gpuops_dra_counts'),
 )
 
 # the connection settings of one cluster, as kubernetes.core names them
@@ -163,7 +168,7 @@ def node_groups(info, cluster, pool_label=DEFAULT_POOL_LABEL):
               group_name('sharing', info.get('sharing_strategy') or 'none'),
               'ready' if info.get('ready') else 'not_ready'}
     for prefix, value in (('mig_config', info.get('mig_config')), ('mig_state', info.get('mig_state')),
-                          ('pool', labels.get(pool_label))):
+                          ('pool', labels.get(pool_label)), ('gpu_stack', info.get('stack'))):
         if value:
             groups.add(group_name(prefix, value))
     if info.get('unschedulable'):
@@ -173,9 +178,9 @@ def node_groups(info, cluster, pool_label=DEFAULT_POOL_LABEL):
 
 def cluster_host_vars(cluster):
     """The variables of a cluster host: its name, API server and the fleet totals
-    (``gpu/node.py`` ``fleet_summary`` of its GPU nodes)."""
+    (``gpu/dra_fleet.py`` ``summary`` of its GPU nodes)."""
     return {'gpuops_cluster': cluster['name'], 'gpuops_cluster_server': cluster.get('server'),
-            'gpuops_fleet_summary': gpu_node.fleet_summary(cluster.get('nodes') or [])}
+            'gpuops_fleet_summary': dra_fleet.summary(cluster.get('nodes') or [])}
 
 
 def _add_host(inventory, host, hostvars, groups, owner):

@@ -253,11 +253,12 @@ def pods_by_node(pods):
     return out
 
 
-def select_nodes(nodes, names=None, only_gpu_nodes=True):
+def select_nodes(nodes, names=None, only_gpu_nodes=True, gpu_names=()):
     """Pick nodes from a node list: ``(selected, not_found, not_gpu)``.
 
     ``names`` restricts the selection to those nodes; ``not_found`` lists the names that matched
-    no node, ``not_gpu`` the named nodes left out by ``only_gpu_nodes``.
+    no node, ``not_gpu`` the named nodes left out by ``only_gpu_nodes``. ``gpu_names``: nodes that
+    have GPUs whatever their labels and capacity (those NVIDIA's DRA driver publishes devices for).
     """
     wanted = set(names) if names else None
     selected = []
@@ -268,7 +269,7 @@ def select_nodes(nodes, names=None, only_gpu_nodes=True):
         if wanted is not None and name not in wanted:
             continue
         seen.add(name)
-        if only_gpu_nodes and not is_gpu_node(node):
+        if only_gpu_nodes and name not in gpu_names and not is_gpu_node(node):
             if wanted is not None:
                 not_gpu.append(name)
             continue

@@ -191,7 +191,7 @@ def test_introspection_finds_the_collection_requirements(built):
         return sorted(line.split('#')[0].strip() for line in lines if line.endswith('from collection ' + collection))
 
     # PyYAML is left out of collection requirements on purpose by ansible-builder (ansible-core brings it)
-    assert origin(data['python'], 'gpuops.gpu') == ['jsonpatch', 'kubernetes>=24.2.0']
+    assert origin(data['python'], 'gpuops.gpu') == ['jsonpatch', 'kubernetes>=29.0.0']
     assert 'kubernetes>=24.2.0' in origin(data['python'], 'kubernetes.core')
     assert origin(data['python'], 'user') == sorted(_pins('requirements.txt').values())
     assert origin(data['system'], 'gpuops.gpu') == ['python3 [platform:dpkg platform:rpm]']

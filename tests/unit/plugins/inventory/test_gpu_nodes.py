@@ -26,7 +26,7 @@ from ansible_collections.gpuops.gpu.plugins.inventory import gpu_nodes
 from ansible_collections.gpuops.gpu.plugins.module_utils.k8s import client as k8s_client
 from ansible_collections.gpuops.gpu.plugins.module_utils.ops import inventory as ops_inventory
 from ansible_collections.gpuops.gpu.tests.unit.plugins.module_utils.gpu_cluster_data import (
-    NODES, PODS, FakeApiError, FakeCore,
+    NO_DRA, NODES, PODS, FakeApiError, FakeCore,
 )
 
 OPTIONS = dict(connections=None, kubeconfig=None, context=None, host=None, api_key=None, username=None,
@@ -43,7 +43,7 @@ def opened(monkeypatch):
     real = k8s_client.Connection
 
     def connection(auth=None):
-        conn = real(core=FakeCore(NODES, PODS, fail=opened_fail.get(auth.get('host'))))
+        conn = real(core=FakeCore(NODES, PODS, fail=opened_fail.get(auth.get('host'))), custom=NO_DRA)
         conn.client = types.SimpleNamespace(configuration=types.SimpleNamespace(
             host=auth.get('host') or 'https://api.%s.example.com:6443' % (auth.get('context') or 'default')))
         made.append(auth)
@@ -57,6 +57,7 @@ def opened(monkeypatch):
 def plugin(origins=None, **options):
     """The plugin with these options; ``origins``: where some came from (ansible's origin strings), else 'Direct'."""
     inv = gpu_nodes.InventoryModule()
+    inv._load_name = 'gpuops.gpu.gpu_nodes'  # what the plugin loader sets (ansible-core < 2.19 reads it)
     inv._options = dict(OPTIONS, **options)
     inv._origins = dict(dict.fromkeys(inv._options, 'Direct'), **(origins or {}))
     inv.loader = DataLoader()

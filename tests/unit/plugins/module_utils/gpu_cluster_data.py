@@ -280,3 +280,31 @@ class FakeCore(object):
 
     def list_pod_for_all_namespaces(self, **kwargs):
         return self._list('PodList', self.pods, kwargs)
+
+
+class FakeDra(object):
+    """CustomObjectsApi.list_cluster_custom_object over ResourceSlices and ResourceClaims of resource.k8s.io/v1
+    (field selectors and paging as FakeCore); ``slices=None``: the API is not served (404); ``fail`` as FakeCore's,
+    keyed by plural."""
+
+    def __init__(self, slices=None, claims=None, fail=None):
+        self.items = {'resourceslices': slices, 'resourceclaims': claims or []}
+        self.fail = fail or {}
+        self.calls = []
+
+    def list_cluster_custom_object(self, group, version, plural, **kwargs):
+        self.calls.append((plural, dict(kwargs)))
+        number = len([c for c in self.calls if c[0] == plural])
+        if (plural, number) in self.fail:
+            raise self.fail[(plural, number)]
+        assert (group, version) == ('resource.k8s.io', 'v1') and kwargs.pop('_preload_content') is False
+        if self.items['resourceslices'] is None:
+            raise FakeApiError(404, 'Not Found', 'the server could not find the requested resource')
+        matched = [copy.deepcopy(i) for i in self.items[plural] if _matches_fields(i, kwargs.get('field_selector'))]
+        start = int(kwargs.get('_continue') or 0)
+        limit = kwargs.get('limit') or len(matched) or 1
+        meta = {'continue': str(start + limit)} if start + limit < len(matched) else {}
+        return FakeResponse({'kind': 'List', 'metadata': meta, 'items': matched[start:start + limit]})
+
+
+NO_DRA = FakeDra()  # a cluster that does not serve resource.k8s.io/v1

@@ -19,7 +19,7 @@ import sys
 
 import pytest
 
-from ansible.module_utils import _internal, basic
+from ansible.module_utils import basic
 from ansible.module_utils.common import warnings as module_warnings
 from ansible.module_utils.common.text.converters import to_bytes
 
@@ -27,8 +27,9 @@ from ansible_collections.gpuops.gpu.plugins.module_utils.k8s import client as k8
 
 try:
     from ansible.module_utils.testing import patch_module_args
+    from ansible.module_utils import _internal
 except ImportError:  # ansible-core < 2.19
-    patch_module_args = None
+    patch_module_args = _internal = None
 
 PLUGINS = 'ansible_collections.gpuops.gpu.plugins.'
 

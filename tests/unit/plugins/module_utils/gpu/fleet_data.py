@@ -37,15 +37,15 @@ SUMMARY = gpu_node.fleet_summary(INFOS)
 # (each row split in two literals to keep the source lines short)
 TABLE = '\n'.join([
     'NODE     PRODUCT                GPUS  MIG                         SHARING         DRIVER      CUDA  '
-    'ALLOCATABLE                         REQUESTED                    PODS  READY  CORDONED',
+    'ALLOCATABLE                         REQUESTED                    PODS  STACK  DRA USED/ALL  READY  CORDONED',
     'a100-0   NVIDIA-A100-SXM4-40GB    56  single/all-1g.5gb/success   -               570.172.08  12.8  '
-    'gpu:56                              gpu:4                           2  yes    no',
+    'gpu:56                              gpu:4                           2  -      -             yes    no',
     'h100-0   NVIDIA-H100-80GB-HBM3     8  mixed/all-balanced/pending  -               580.95.05   13.0  '
-    'gpu:4 mig-1g.10gb:14 mig-3g.40gb:2  mig-1g.10gb:3 mig-3g.40gb:1     1  yes    yes',
+    'gpu:4 mig-1g.10gb:14 mig-3g.40gb:2  mig-1g.10gb:3 mig-3g.40gb:1     1  -      -             yes    yes',
     'l40s-0   NVIDIA-L40S               4  -                           mps/10          -           -     '
-    'gpu.shared:40                       gpu.shared:3                    1  no     no',
+    'gpu.shared:40                       gpu.shared:3                    1  -      -             no     no',
     'plain-0  -                         -  -                           -               -           -     '
-    'gpu:2                               -                               0  yes    no',
+    'gpu:2                               -                               0  -      -             yes    no',
     't4-0     Tesla-T4                  1  -                           time-slicing/4  -           -     '
-    'gpu:4                               gpu:2                           2  yes    no',
+    'gpu:4                               gpu:2                           2  -      -             yes    no',
 ])

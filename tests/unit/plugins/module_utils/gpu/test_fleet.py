@@ -87,16 +87,16 @@ def test_render_pods_not_read():
     infos = gpu_node.fleet_info(gpu_node.select_nodes(NODES)[0], None)
     lines = fleet_table.render(infos, gpu_node.fleet_summary(infos)).split('\n')
     assert lines[1].split() == ['a100-0', 'NVIDIA-A100-SXM4-40GB', '56', 'single/all-1g.5gb/success', '-', '-', '-',
-                                'gpu:56', 'n/a', 'n/a', 'yes', 'no']
+                                'gpu:56', 'n/a', 'n/a', '-', '-', 'yes', 'no']
     assert 'requested: n/a; free: n/a' in lines[-2]
     assert lines[-1].startswith('GPU pods: n/a; cordoned: 1;')
 
 
 def test_render_empty_and_partial_nodes():
     assert fleet_table.render([]) == ('NODE  PRODUCT  GPUS  MIG  SHARING  DRIVER  CUDA  ALLOCATABLE  REQUESTED  PODS  '
-                                      'READY  CORDONED\n(no GPU nodes)')
+                                      'STACK  DRA USED/ALL  READY  CORDONED\n(no GPU nodes)')
     assert fleet_table.render([{'name': 'x'}]).split('\n')[1].split() == \
-        ['x', '-', '-', '-', '-', '-', '-', 'n/a', 'n/a', 'n/a', 'yes', 'no']
+        ['x', '-', '-', '-', '-', '-', '-', 'n/a', 'n/a', 'n/a', '-', '-', 'yes', 'no']
 
 
 def test_driver_and_cuda_columns_from_either_label_generation():

@@ -216,3 +216,19 @@ def test_duplicate_connection_names():
     assert ig.connection_errors([{'name': 'prod'}, {'name': 'lab'}, {'name': 'prod'}]) == [
         "connections: the name 'prod' is used by entries 0, 2; each cluster needs its own name"]
     assert ig.connection_errors({'name': 'prod'}) == ['connections must be a list, got mapping']
+
+
+def test_groups_and_variables_per_stack():
+    from ansible_collections.gpuops.gpu.plugins.module_utils.gpu import dra_fleet
+    from ansible_collections.gpuops.gpu.tests.unit.plugins.module_utils.gpu import dra_data
+    nodes = gpu_node.select_nodes(copy.deepcopy(dra_data.NODES), gpu_names=dra_fleet.dra_node_names(dra_data.SLICES))[0]
+    infos = gpu_node.fleet_info(nodes, [])
+    dra_fleet.annotate(infos, dra_data.SLICES, dra_data.CLAIMS)
+    built = ig.build_inventory([{'name': 'prod', 'server': 'https://api.prod:6443', 'nodes': infos}], cluster_hosts=True)
+    assert dict((g, h) for g, h in built['groups'].items() if g.startswith('gpu_stack_')) == {
+        'gpu_stack_both': ['both-0'], 'gpu_stack_device_plugin': ['dp-0'], 'gpu_stack_dra': ['bare-0', 'dra-0']}
+    dra_host = built['hosts']['dra-0']
+    assert dra_host['gpuops_stack'] == 'dra'
+    assert [d['name'] for d in dra_host['gpuops_dra_devices'] if d['allocated']] == ['gpu-0', 'gpu-1-mig-1g5gb-19-0']
+    assert dra_host['gpuops_dra_counts'][dra_data.A100] == {'total': 1, 'allocated': 1, 'free': 0}
+    assert built['hosts']['prod']['gpuops_fleet_summary']['stacks'] == {'both': 1, 'device-plugin': 1, 'dra': 2}

@@ -15,8 +15,9 @@ from ansible_collections.gpuops.gpu.plugins.module_utils.ops import inventory as
 
 from ansible_collections.gpuops.gpu.plugins.module_utils.gpu import node as gpu_node
 from ansible_collections.gpuops.gpu.tests.unit.plugins.module_utils.gpu_cluster_data import (
-    GPU, NODES, PODS, T4, FakeApiError, FakeCore, ctr, pod,
+    GPU, NO_DRA, NODES, PODS, T4, FakeApiError, FakeCore, FakeDra, ctr, pod,
 )
+from ansible_collections.gpuops.gpu.plugins.module_utils.gpu import dra_fleet
 
 ACTIVE = 'status.phase!=Succeeded,status.phase!=Failed'
 
@@ -27,15 +28,18 @@ def selectors(core):
 
 def test_default_is_one_node_list_and_one_pod_list():
     core = FakeCore(NODES, PODS)
-    result = gpu_inventory.gather(Connection(core=core))
+    result = gpu_inventory.gather(Connection(core=core, custom=NO_DRA))
     assert selectors(core) == [('NodeList', None, None), ('PodList', None, 'spec.nodeName!=,' + ACTIVE)]
     assert all(kw['limit'] == 500 and '_continue' not in kw for _kind, kw in core.calls)
-    assert result['api_requests'] == 2
+    assert result['api_requests'] == 3  # and the one ResourceSlice list that finds DRA not served
+    assert result['dra'] == {'served': False}
     assert [n['name'] for n in result['nodes']] == ['a100-0', 'h100-0', 'l40s-0', 'plain-0', 't4-0']
     # the API server dropped the terminal pods; the result equals the pure computation
     expected = gpu_node.fleet_info(gpu_node.select_nodes(NODES)[0], PODS)
+    dra_fleet.annotate(expected)
     assert result['nodes'] == expected
-    assert result['summary'] == gpu_node.fleet_summary(expected)
+    assert result['summary'] == dra_fleet.summary(expected)
+    assert [n['stack'] for n in expected] == ['device-plugin'] * 5
     assert result['summary']['requested'] == {GPU: 6, 'nvidia.com/mig-1g.10gb': 3,
                                               'nvidia.com/mig-3g.40gb': 1, 'nvidia.com/gpu.shared': 3}
     assert (result['not_found'], result['not_gpu']) == ([], [])
@@ -55,8 +59,8 @@ def _fleet(size):
 def test_requests_do_not_grow_with_node_count(size):
     nodes, pods = _fleet(size)
     core = FakeCore(nodes, pods)
-    result = gpu_inventory.gather(Connection(core=core))
-    assert result['api_requests'] == len(core.calls) == 2
+    result = gpu_inventory.gather(Connection(core=core, custom=NO_DRA))
+    assert result['api_requests'] == len(core.calls) + 1 == 3
     assert result['summary']['requested'] == {GPU: size}
     assert result['summary']['nodes'] == size
 
@@ -64,11 +68,11 @@ def test_requests_do_not_grow_with_node_count(size):
 def test_large_lists_are_paged():
     nodes, pods = _fleet(250)
     core = FakeCore(nodes, pods)
-    result = gpu_inventory.gather(Connection(core=core), page_size=100)
+    result = gpu_inventory.gather(Connection(core=core, custom=NO_DRA), page_size=100)
     assert [(kind, kw.get('_continue')) for kind, kw in core.calls] == [
         ('NodeList', None), ('NodeList', '100'), ('NodeList', '200'),
         ('PodList', None), ('PodList', '100'), ('PodList', '200')]
-    assert result['api_requests'] == 6
+    assert result['api_requests'] == 7
     assert result['summary']['nodes'] == 250
     assert result['summary']['requested'] == {GPU: 250}
     assert result['summary']['gpu_pods'] == 250
@@ -77,7 +81,7 @@ def test_large_lists_are_paged():
 def test_expired_continue_token_restarts_unpaged():
     nodes, pods = _fleet(250)
     core = FakeCore(nodes, pods, fail={('PodList', 2): FakeApiError(410, 'Gone', 'The provided continue parameter is too old')})
-    result = gpu_inventory.gather(Connection(core=core), page_size=100)
+    result = gpu_inventory.gather(Connection(core=core, custom=NO_DRA), page_size=100)
     pod_calls = [kw for kind, kw in core.calls if kind == 'PodList']
     assert [(kw.get('limit'), kw.get('_continue')) for kw in pod_calls] == [(100, None), (100, '100'), (None, None)]
     assert result['summary']['requested'] == {GPU: 250}
@@ -85,14 +89,14 @@ def test_expired_continue_token_restarts_unpaged():
 
 def test_label_selector_goes_to_the_api_server():
     core = FakeCore(NODES, PODS)
-    result = gpu_inventory.gather(Connection(core=core), label_selector='gpuops.dev/pool=training')
+    result = gpu_inventory.gather(Connection(core=core, custom=NO_DRA), label_selector='gpuops.dev/pool=training')
     assert selectors(core)[0] == ('NodeList', 'gpuops.dev/pool=training', None)
     assert [n['name'] for n in result['nodes']] == ['a100-0', 'h100-0']
 
 
 def test_one_named_node_narrows_both_lists():
     core = FakeCore(NODES, PODS)
-    result = gpu_inventory.gather(Connection(core=core), names=['t4-0'])
+    result = gpu_inventory.gather(Connection(core=core, custom=NO_DRA), names=['t4-0'])
     assert selectors(core) == [('NodeList', None, 'metadata.name=t4-0'),
                                ('PodList', None, 'spec.nodeName=t4-0,' + ACTIVE)]
     assert [n['name'] for n in result['nodes']] == ['t4-0']
@@ -101,7 +105,7 @@ def test_one_named_node_narrows_both_lists():
 
 def test_several_names_one_list_each():
     core = FakeCore(NODES, PODS)
-    result = gpu_inventory.gather(Connection(core=core), names=['t4-0', 'h100-0', 'cpu-0', 'gone-0'])
+    result = gpu_inventory.gather(Connection(core=core, custom=NO_DRA), names=['t4-0', 'h100-0', 'cpu-0', 'gone-0'])
     assert selectors(core) == [('NodeList', None, None), ('PodList', None, 'spec.nodeName!=,' + ACTIVE)]
     assert [n['name'] for n in result['nodes']] == ['h100-0', 't4-0']
     assert (result['not_found'], result['not_gpu']) == (['gone-0'], ['cpu-0'])
@@ -109,15 +113,15 @@ def test_several_names_one_list_each():
 
 def test_no_selected_node_means_no_pod_list():
     core = FakeCore(NODES, PODS)
-    result = gpu_inventory.gather(Connection(core=core), names=['cpu-0'])
+    result = gpu_inventory.gather(Connection(core=core, custom=NO_DRA), names=['cpu-0'])
     assert [kind for kind, _kw in core.calls] == ['NodeList']
-    assert (result['nodes'], result['not_gpu'], result['api_requests']) == ([], ['cpu-0'], 1)
+    assert (result['nodes'], result['not_gpu'], result['api_requests']) == ([], ['cpu-0'], 2)
     assert result['summary']['nodes'] == 0
 
 
 def test_include_pods_false_reads_no_pod():
     core = FakeCore(NODES, PODS)
-    result = gpu_inventory.gather(Connection(core=core), include_pods=False)
+    result = gpu_inventory.gather(Connection(core=core, custom=NO_DRA), include_pods=False)
     assert [kind for kind, _kw in core.calls] == ['NodeList']
     assert result['nodes'][0]['requested'] is None
     assert result['summary']['requested'] is None
@@ -125,7 +129,7 @@ def test_include_pods_false_reads_no_pod():
 
 
 def test_only_gpu_nodes_false():
-    result = gpu_inventory.gather(Connection(core=FakeCore(NODES, PODS)), only_gpu_nodes=False)
+    result = gpu_inventory.gather(Connection(custom=NO_DRA, core=FakeCore(NODES, PODS)), only_gpu_nodes=False)
     assert [(n['name'], n['gpu_node']) for n in result['nodes']][:2] == [('a100-0', True), ('cpu-0', False)]
     assert (result['summary']['nodes'], result['summary']['gpu_nodes']) == (6, 5)
 
@@ -140,7 +144,7 @@ def test_only_gpu_nodes_false():
 ])
 def test_errors_name_the_list_and_the_reason(fail, message):
     with pytest.raises(gpu_inventory.InventoryError, match=message):
-        gpu_inventory.gather(Connection(core=FakeCore(NODES, PODS, fail=fail)))
+        gpu_inventory.gather(Connection(custom=NO_DRA, core=FakeCore(NODES, PODS, fail=fail)))
 
 
 def test_response_decoding():
@@ -163,7 +167,7 @@ def test_api_error_message():
 @pytest.mark.parametrize('include_pods', [True, False])
 def test_gpu_node_records_for_the_inventory_plugin(include_pods):
     core = FakeCore(NODES, PODS)
-    records = gpu_inventory.gpu_node_records(Connection(core=core), label_selector='gpuops.dev/pool',
+    records = gpu_inventory.gpu_node_records(Connection(core=core, custom=NO_DRA), label_selector='gpuops.dev/pool',
                                              include_pods=include_pods,
                                              label_keys=['gpuops.dev/pool', 'kubernetes.io/os', 'absent/key'])
     assert selectors(core) == [('NodeList', 'gpuops.dev/pool', None)] + (
@@ -174,4 +178,42 @@ def test_gpu_node_records_for_the_inventory_plugin(include_pods):
     assert records[0]['requested'] == ({GPU: 4} if include_pods else None)
     pooled = [n for n in NODES if 'gpuops.dev/pool' in n['metadata']['labels']]
     stripped = [dict((k, v) for k, v in r.items() if k != 'labels') for r in records]
-    assert stripped == gpu_node.fleet_info(gpu_node.select_nodes(pooled)[0], PODS if include_pods else None)
+    expected = gpu_node.fleet_info(gpu_node.select_nodes(pooled)[0], PODS if include_pods else None)
+    dra_fleet.annotate(expected)
+    assert stripped == expected
+
+
+def test_dra_served_two_more_lists_and_the_dra_view():
+    from ansible_collections.gpuops.gpu.tests.unit.plugins.module_utils.gpu import dra_data
+    core = FakeCore(dra_data.NODES, [])
+    custom = FakeDra(dra_data.SLICES, dra_data.CLAIMS)
+    result = gpu_inventory.gather(Connection(core=core, custom=custom), page_size=2)
+    # slices of NVIDIA's driver only, selected by the API server; claims of every namespace; both paged
+    assert [(plural, kw.get('field_selector'), kw.get('_continue')) for plural, kw in custom.calls] == [
+        ('resourceslices', 'spec.driver=gpu.nvidia.com', None), ('resourceslices', 'spec.driver=gpu.nvidia.com', '2'),
+        ('resourceclaims', None, None), ('resourceclaims', None, '2'), ('resourceclaims', None, '4')]
+    assert [(n['name'], n['stack']) for n in result['nodes']] == [
+        ('bare-0', 'dra'), ('both-0', 'both'), ('dp-0', 'device-plugin'), ('dra-0', 'dra')]
+    assert result['dra']['served'] is True and result['dra']['stale_slices'] == 1
+    assert result['summary']['stacks'] == {'device-plugin': 1, 'dra': 2, 'both': 1}
+    assert result['api_requests'] == 3 + 1 + 5  # nodes, pods, DRA
+    records = gpu_inventory.gpu_node_records(Connection(core=core, custom=FakeDra(dra_data.SLICES, dra_data.CLAIMS)))
+    assert [(r['name'], r['stack'], len(r['dra_devices'])) for r in records] == [
+        ('bare-0', 'dra', 1), ('both-0', 'both', 2), ('dp-0', 'device-plugin', 0), ('dra-0', 'dra', 4)]
+
+
+@pytest.mark.parametrize('plural', ['resourceslices', 'resourceclaims'])
+def test_dra_forbidden_is_a_warning_not_a_failure(plural):
+    custom = FakeDra([], [], fail={(plural, 1): FakeApiError(403, 'Forbidden', 'resourceslices is forbidden')})
+    result = gpu_inventory.run(Connection(core=FakeCore(NODES, PODS), custom=custom),
+                               {'label_selector': None, 'names': None, 'include_pods': True, 'only_gpu_nodes': True})
+    assert result['dra'] == {'served': True, 'readable': False, 'reason': 'the account may not list ResourceSlices '
+                             'and ResourceClaims (resource.k8s.io): the DRA view is left out'}
+    assert result['warnings'] == [result['dra']['reason'] + '.']
+    assert [n['stack'] for n in result['nodes']] == ['device-plugin'] * 5
+
+
+def test_dra_other_errors_fail():
+    custom = FakeDra([], [], fail={('resourceclaims', 1): FakeApiError(500, 'Internal Server Error')})
+    with pytest.raises(gpu_inventory.InventoryError, match='Could not list ResourceClaims: 500 Internal Server Error'):
+        gpu_inventory.gather(Connection(core=FakeCore(NODES, PODS), custom=custom))
