@@ -143,6 +143,13 @@ def _selected(entry, path, namespaces, selected, state, errors):
     return result
 
 
+# The namespaces an entry names (namespace, namespaces, namespace_selector), for the planners that take the same
+# entry shape (plans/dra_resources.py).
+entry_namespaces = _selected
+# The check of an entry's labels (values too) or annotations, the same way.
+metadata_errors = _metadata_errors
+
+
 # --- the plan ---------------------------------------------------------------------------------
 
 def _existing_index(existing):

@@ -31,7 +31,8 @@ SWITCHES = {
 NOT_IN_SITE = {'rbac.yml', 'reset.yml', 'site.yml', 'mig_from_demand.yml',  # mig_from_demand needs a demand
                'diagnostics.yml',  # diagnostics: run when a support case needs it
                'uninstall.yml',  # uninstall: removes the stack site.yml installs
-               'upgrade.yml'}  # upgrade: moves the installed stack to new pinned versions, when asked
+               'upgrade.yml',  # upgrade: moves the installed stack to new pinned versions, when asked
+               'dra.yml'}  # dra: GPUs through Dynamic Resource Allocation, a choice of stack made on purpose
 QUOTA = [{'namespace': 'team-a', 'hard': {'requests.nvidia.com/gpu': 4}}]
 
 

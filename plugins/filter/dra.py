@@ -1,0 +1,29 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, gpuops.gpu contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Filters for Dynamic Resource Allocation: the plan of the dra role's DRA resources as code.
+
+Thin wrapper over module_utils.plans.dra_resources; documentation in dra_resources_plan.yml.
+"""
+
+from __future__ import (absolute_import, division, print_function)
+__metaclass__ = type
+
+from ansible_collections.gpuops.gpu.plugins.module_utils.plans import dra_resources
+
+
+def dra_resources_plan(inputs, namespaces, selected=None, existing=None, served=True):
+    """DeviceClasses, ResourceClaimTemplates and ResourceQuotas to apply and delete, errors and warnings."""
+    names = [n['metadata']['name'] if isinstance(n, dict) and isinstance(n.get('metadata'), dict) else n
+             for n in (namespaces or [])]
+    return dra_resources.resources_plan(inputs, names, selected=selected, existing=existing, served=served)
+
+
+class FilterModule(object):
+    """gpuops.gpu DRA filters."""
+
+    def filters(self):
+        return {
+            'dra_resources_plan': dra_resources_plan,
+        }
