@@ -4,8 +4,8 @@ the newest ones this Python runs (newest.txt), cached under $GPUOPS_CACHE by the
 tests/integration/test_compat.py runs a short play with their ansible-playbook.
 
 Collections: a matrix venv has ansible-core only. ``collections_root(dest)`` lays out an ansible_collections tree
-with this checkout as gpuops.gpu and kubernetes.core and ansible.posix from the main virtualenv (the versions the
-collection is tested with), for PYTHONPATH and ANSIBLE_COLLECTIONS_PATH.
+with this checkout as gpuops.gpu and kubernetes.core, ansible.posix and awx.awx from the main virtualenv (the versions
+the collection is tested with), for PYTHONPATH and ANSIBLE_COLLECTIONS_PATH.
 
     python tests/compat/venvs.py ensure oldest     # prints the venv's bin directory
 """
@@ -20,7 +20,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
 CACHE = os.environ.get('GPUOPS_CACHE', os.path.expanduser('~/.cache/gpuops'))
 NAMES = ('oldest', 'newest')
-SHARED = (('kubernetes', 'core'), ('ansible', 'posix'))
+SHARED = (('kubernetes', 'core'), ('ansible', 'posix'), ('awx', 'awx'))
 
 
 def ensure(name, python=sys.executable):

@@ -17,18 +17,22 @@ import sys
 import jinja2
 import yaml
 
+from ansible_collections.gpuops.gpu.tests.unit.extensions.awx_files import Unsafe, load_awx
+
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 AWX = os.path.join(REPO, 'extensions', 'awx')
 
 
 def _awx_vars(name):
     with open(os.path.join(AWX, name)) as handle:
-        return yaml.safe_load(handle)
+        return load_awx(handle)
 
 
 def _render(value, context):
-    """What infra.aap_configuration stores in AWX: the definitions templated once with its variables
-    (so an escaped "{{ '{{' }} ... {{ '}}' }}" becomes a Jinja expression the job itself evaluates)."""
+    """What infra.aap_configuration stores in AWX: the definitions templated once with its variables, except the
+    !unsafe ones (Jinja the job itself evaluates), sent as written."""
+    if isinstance(value, Unsafe):
+        return str(value)
     if isinstance(value, str):
         return jinja2.Environment(undefined=jinja2.StrictUndefined).from_string(value).render(context)
     if isinstance(value, list):

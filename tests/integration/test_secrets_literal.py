@@ -15,6 +15,7 @@ import yaml
 
 from cluster_policy_example import gpu_operator_csv_path
 from conftest import REPO
+from ansible_collections.gpuops.gpu.tests.unit.extensions.awx_files import load_awx
 
 GPU_NS = 'gpu-operator'
 REGISTRY = 'registry.example.com:5000'
@@ -101,7 +102,8 @@ def test_mirror_password_through_a_vault_style_reference_is_stored_verbatim(test
 def test_vgpu_password_from_an_awx_credential_environment_is_stored_verbatim(testbed, core, token_file, tmp_path):
     """As the AWX job template does it: the credential injects GPUOPS_REGISTRY_PASSWORD, the template's
     extra vars name it (extensions/awx/job_templates.yml)."""
-    templates = yaml.safe_load(open(os.path.join(REPO, 'extensions', 'awx', 'job_templates.yml')))
+    with open(os.path.join(REPO, 'extensions', 'awx', 'job_templates.yml')) as handle:
+        templates = load_awx(handle)
     extra = [t for t in templates['controller_templates'] if t['playbook'] == 'playbooks/vgpu.yml'][0]['extra_vars']
     variables = dict(vgpu_vars(token_file), vgpu_registry_password_env=extra['vgpu_registry_password_env'])
     rc, raw = run_playbook(testbed.kubeconfig, 'vgpu.yml', tmp_path, {'vars.yml': variables},

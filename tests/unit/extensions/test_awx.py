@@ -12,9 +12,10 @@ import glob
 import os
 import re
 
-import jinja2
 import pytest
 import yaml
+
+from ansible_collections.gpuops.gpu.tests.unit.extensions.awx_files import as_sent, load_awx, templated_part
 
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..', '..'))
 AWX = os.path.join(REPO, 'extensions', 'awx')
@@ -28,7 +29,7 @@ PLAYBOOK_VARS = {'gpuops_report_label_selector', 'gpuops_report_include_pods', '
 
 def _load(name):
     with open(os.path.join(AWX, name)) as handle:
-        return yaml.safe_load(handle)
+        return load_awx(handle)
 
 
 TEMPLATES = _load('job_templates.yml')['controller_templates']
@@ -84,7 +85,7 @@ def test_job_templates_reference_defined_objects():
     types = [t['name'] for t in CREDENTIAL_TYPES] + ['OpenShift or Kubernetes API Bearer Token']
     for credential in CREDENTIALS:
         assert credential['credential_type'] in types, credential['name']
-    for name in re.findall(r'\{\{ *(\w+) *\}\}', ''.join(yaml.safe_dump(d) for d in (
+    for name in re.findall(r'\{\{ *(\w+) *\}\}', ''.join(yaml.safe_dump(templated_part(d)) for d in (
             _load('projects.yml'), _load('execution_environments.yml'), _load('inventories.yml'), TEMPLATES))):
         assert name in SETTINGS, 'extensions/awx refers to %s, which settings.yml does not define' % name
 
@@ -135,10 +136,8 @@ def test_no_secret_value_in_job_templates():
 
 
 def _as_awx_stores_it(value):
-    """What infra.aap_configuration sends AWX: the definition templated once (AWX-side Jinja is escaped)."""
-    if isinstance(value, dict):
-        return dict((k, _as_awx_stores_it(v)) for k, v in value.items())
-    return jinja2.Environment(undefined=jinja2.StrictUndefined).from_string(value).render(SETTINGS)
+    """What infra.aap_configuration sends AWX: the definition templated once (AWX-side Jinja is !unsafe)."""
+    return as_sent(value, SETTINGS)
 
 
 @pytest.mark.parametrize('ctype', CREDENTIAL_TYPES, ids=[t['name'] for t in CREDENTIAL_TYPES])

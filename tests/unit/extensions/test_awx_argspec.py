@@ -25,9 +25,10 @@ import re
 import sys
 
 import jinja2
-import jinja2.nativetypes
 import pytest
 import yaml
+
+from ansible_collections.gpuops.gpu.tests.unit.extensions.awx_files import as_sent, load_awx
 
 from ansible.module_utils.common.validation import (check_type_bool, check_type_dict, check_type_float,
                                                     check_type_int, check_type_list)
@@ -221,8 +222,6 @@ def _check_elements(values, option, where):
 
 # ------------------------------------------------------------------------------ the objects, as the role sends them
 
-SINGLE_EXPRESSION = re.compile(r'^\s*\{\{((?:(?!\{\{|\}\}).)*)\}\}\s*$', re.S)
-
 
 def _files():
     return sorted(glob.glob(os.path.join(AWX, '*.yml')))
@@ -230,7 +229,7 @@ def _files():
 
 def _load(path):
     with open(path) as handle:
-        return yaml.safe_load(handle) or {}
+        return load_awx(handle) or {}
 
 
 def render_context():
@@ -241,24 +240,6 @@ def render_context():
             for name in re.findall(r'\bvault_\w+', handle.read()):
                 context[name] = 'vaulted-%s' % name
     return context
-
-
-def render(value, context):
-    """What Ansible hands the module: strings templated once, a lone ``{{ expression }}`` keeping its type."""
-    if isinstance(value, dict):
-        return dict((k, render(v, context)) for k, v in value.items())
-    if isinstance(value, list):
-        return [render(v, context) for v in value]
-    if not isinstance(value, str) or '{{' not in value:
-        return value
-    single = SINGLE_EXPRESSION.match(value)
-    if single:
-        env = jinja2.nativetypes.NativeEnvironment(undefined=jinja2.StrictUndefined)
-        result = env.compile_expression(single.group(1).strip(), undefined_to_none=False)(**context)
-        if isinstance(result, jinja2.Undefined):
-            str(result)  # raises: StrictUndefined
-        return result
-    return jinja2.Environment(undefined=jinja2.StrictUndefined).from_string(value).render(context)
 
 
 def objects():
@@ -279,10 +260,10 @@ def problems(variable, obj, context):
         return ['%s: no awx.awx module is known for this list; add it to MODULE_OF' % variable]
     where = '%s[%s]' % (variable, obj.get('name', '?') if isinstance(obj, dict) else '?')
     try:
-        rendered = render(obj, context)
+        rendered = as_sent(obj, context)
     except jinja2.TemplateError as exc:
-        return ['%s: does not template with settings.yml and vault_* variables (escape AWX-side Jinja as '
-                "{{ '{{' }} ... {{ '}}' }}): %s" % (where, exc)]
+        return ['%s: does not template with settings.yml and vault_* variables (tag AWX-side Jinja !unsafe): %s'
+                % (where, exc)]
     errors = check_object(rendered, spec_for(module), where)
     if module == 'workflow_job_template' and not errors:
         errors = _node_problems(rendered, where)

@@ -18,6 +18,8 @@ import jinja2
 import pytest
 import yaml
 
+from ansible_collections.gpuops.gpu.tests.unit.extensions.awx_files import load_awx
+
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 
 from ansible_collections.gpuops.gpu.plugins.filter.reset import FilterModule as ResetFilters
@@ -30,7 +32,7 @@ AWX = os.path.join(REPO, 'extensions', 'awx')
 
 def _yaml(*parts):
     with open(os.path.join(REPO, *parts)) as handle:
-        return yaml.safe_load(handle)
+        return load_awx(handle)
 
 
 TEMPLATES = _yaml('extensions', 'awx', 'job_templates.yml')['controller_templates']

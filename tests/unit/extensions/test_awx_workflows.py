@@ -17,6 +17,8 @@ import re
 import jinja2
 import pytest
 import yaml
+
+from ansible_collections.gpuops.gpu.tests.unit.extensions.awx_files import load_awx
 from dateutil import rrule
 
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..', '..'))
@@ -25,7 +27,7 @@ AWX = os.path.join(REPO, 'extensions', 'awx')
 
 def _load(name):
     with open(os.path.join(AWX, name)) as handle:
-        return yaml.safe_load(handle)
+        return load_awx(handle)
 
 
 SETTINGS = _load('settings.yml')

@@ -15,6 +15,8 @@ import re
 import pytest
 import yaml
 
+from ansible_collections.gpuops.gpu.tests.unit.extensions.awx_files import load_awx
+
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..', '..'))
@@ -91,7 +93,7 @@ def test_every_playbook_job_template_and_workflow_named_exists():
     cluster = yaml.safe_load(_read('extensions', 'awx', 'settings.yml'))['gpuops_awx_cluster']
 
     def names(text, key):
-        return {o['name'].replace('{{ gpuops_awx_cluster }}', cluster) for o in yaml.safe_load(text)[key]}
+        return {o['name'].replace('{{ gpuops_awx_cluster }}', cluster) for o in load_awx(text)[key]}
     templates = names(_read('extensions', 'awx', 'job_templates.yml'), 'controller_templates')
     templates |= names(_read('extensions', 'awx', 'workflows.yml'), 'controller_workflows')
     named = set(re.findall(r'\*\*(gpuops\.gpu [\w -]+?)\*\*', TEXT))

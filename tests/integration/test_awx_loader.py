@@ -1,0 +1,297 @@
+"""The AWX objects of extensions/awx/ through the real awx.awx modules, on every supported ansible-core: what would
+reach AWX's API is recorded at a stand-in on loopback (awx_recorder.py; AWX itself cannot run here) and compared
+with what the YAML says. No virtual cluster.
+
+A playbook loads the files as a user's does (vars_files: settings.yml, the object files, a vault file with a dummy
+value per vault_* variable) and hands the objects to the awx.awx modules the way infra.aap_configuration's roles do
+(docs/awx.md, "How the objects are validated"): a loop over the whole controller_* list, each option of the module
+given as ``"{{ item.<option> | default(omit) }}"``, so the list is templated by the loop and the option once more
+by the task, on the ansible-core that runs it. The options are the object's own keys (the files use the module's
+option names, tests/unit/extensions/test_awx_argspec.py), for:
+
+| list                          | awx.awx module       | objects run                                                |
+|-------------------------------|----------------------|------------------------------------------------------------|
+| controller_credential_types   | credential_type      | all (injectors: AWX-side Jinja)                            |
+| controller_credentials        | credential           | all (inputs: the vault values; no_log as the role's)       |
+| controller_execution_environments | execution_environment | all                                                  |
+| controller_inventories        | inventory            | all (variables)                                            |
+| controller_hosts              | host                 | all (variables: AWX-side Jinja)                            |
+| controller_notifications      | notification_template| all (messages: AWX-side Jinja; the vaulted URL, password)  |
+| controller_templates          | job_template         | those holding AWX-side Jinja, and those the workflow runs  |
+| controller_workflows          | workflow_job_template| the MIG workflow, with its workflow_nodes                  |
+| controller_schedules          | schedule             | the nightly report                                         |
+
+The project is seeded in the stand-in (awx.awx.project waits for the project's SCM update, which needs AWX), as
+are the organization and AWX's managed bearer-token credential type. How a module sends an option: under the same
+name in the POST body, except names resolved to ids (organization, project, inventory, execution_environment,
+credential_type, unified_job_template, default_environment), lists posted as associations (credentials,
+notification_templates_*), survey_spec posted to the template's survey_spec, extra_vars / variables as JSON text,
+workflow_nodes as workflow_job_template_nodes (an approval as its create_approval_template)."""
+
+import json
+import os
+import re
+import subprocess
+import sys
+
+import jinja2
+import pytest
+import yaml
+
+from awx_recorder import AwxRecorder
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+COLLECTION = os.path.dirname(os.path.dirname(HERE))
+AWX_DIR = os.path.join(COLLECTION, 'extensions', 'awx')
+sys.path.insert(0, os.path.join(COLLECTION, 'tests', 'compat'))
+import venvs  # noqa: E402  pylint: disable=wrong-import-position
+
+FILES = ('settings.yml', 'credential_types.yml', 'credentials.yml', 'execution_environments.yml', 'inventories.yml',
+         'notifications.yml', 'job_templates.yml', 'workflows.yml', 'schedules.yml')
+# list -> (module, objects to run: None = all, a list = these names ({cluster}: settings.yml's gpuops_awx_cluster),
+# 'templates' = templates_to_run), in creation order
+PLAN = (('controller_credential_types', 'credential_type', None),
+        ('controller_credentials', 'credential', None),
+        ('controller_execution_environments', 'execution_environment', None),
+        ('controller_inventories', 'inventory', None),
+        ('controller_hosts', 'host', None),
+        ('controller_notifications', 'notification_template', None),
+        ('controller_templates', 'job_template', 'templates'),
+        ('controller_workflows', 'workflow_job_template', ['gpuops.gpu {cluster} mig workflow']),
+        ('controller_schedules', 'schedule', ['gpuops.gpu {cluster} nightly report']))
+SECRET_LISTS = ('controller_credentials', 'controller_notifications')
+# the option -> the collection its name is resolved in (sent as an id)
+REFERENCES = {'organization': 'organizations', 'project': 'projects', 'inventory': 'inventories',
+              'execution_environment': 'execution_environments', 'credential_type': 'credential_types',
+              'unified_job_template': 'job_templates', 'default_environment': 'execution_environments'}
+ASSOCIATIONS = ('credentials', 'notification_templates_started', 'notification_templates_success',
+                'notification_templates_error', 'notification_templates_approvals')
+KIND = {'credential_type': 'credential_types', 'credential': 'credentials', 'inventory': 'inventories',
+        'execution_environment': 'execution_environments', 'host': 'hosts', 'schedule': 'schedules',
+        'notification_template': 'notification_templates', 'job_template': 'job_templates',
+        'workflow_job_template': 'workflow_job_templates'}
+
+
+# ------------------------------------------------------------------------------ what the YAML says
+
+class Unsafe(str):
+    """A ``!unsafe`` string: Ansible never templates it."""
+
+
+class _Loader(yaml.SafeLoader):
+    pass
+
+
+_Loader.add_constructor('!unsafe', lambda loader, node: Unsafe(loader.construct_scalar(node)))
+
+
+def _load(name):
+    with open(os.path.join(AWX_DIR, name)) as handle:
+        return yaml.load(handle, Loader=_Loader) or {}  # noqa: S506 - a SafeLoader with one more tag
+
+
+def vault():
+    """A dummy value per vault_* variable the files name, each unlike any other string."""
+    names = set()
+    for name in FILES:
+        with open(os.path.join(AWX_DIR, name)) as handle:
+            names.update(re.findall(r'\bvault_\w+', handle.read()))
+    return dict((n, 'S3CRET-%s' % n) for n in sorted(names))
+
+
+def intended(value, context):
+    """The value AWX should store: a ``!unsafe`` string as written, any other string templated once (a lone
+    expression keeping its type), as infra.aap_configuration documents its variables."""
+    if isinstance(value, dict):
+        return dict((k, intended(v, context)) for k, v in value.items())
+    if isinstance(value, list):
+        return [intended(v, context) for v in value]
+    if isinstance(value, Unsafe) or not isinstance(value, str) or '{{' not in value:
+        return str(value) if isinstance(value, Unsafe) else value
+    lone = re.match(r'^\s*\{\{((?:(?!\{\{|\}\}).)*)\}\}\s*$', value, re.S)
+    env = jinja2.Environment(undefined=jinja2.StrictUndefined)
+    if lone:
+        return env.compile_expression(lone.group(1).strip())(**context)
+    return env.from_string(value).render(context)
+
+
+def expected_objects():
+    """{list: [object as AWX should get it]} of the objects the playbook runs."""
+    context = dict(_load('settings.yml'), **vault())
+    lists = {}
+    for name in FILES:
+        lists.update((k, intended(v, context)) for k, v in _load(name).items() if k.startswith('controller_'))
+    chosen = dict((v, [n.format(cluster=context['gpuops_awx_cluster']) for n in names] if isinstance(names, list)
+                   else names) for v, _m, names in PLAN)
+    workflow = next(w for w in lists['controller_workflows'] if w['name'] in chosen['controller_workflows'])
+    chosen['controller_templates'] = templates_to_run(lists['controller_templates'], workflow)
+    return dict((v, [o for o in lists[v] if names is None or o['name'] in names]) for v, names in chosen.items())
+
+
+def templates_to_run(templates, workflow):
+    """Job templates holding AWX-side Jinja (a '{{' left after templating), and those ``workflow`` runs."""
+    run = set(n['unified_job_template']['name'] for n in workflow['workflow_nodes']
+              if n['unified_job_template']['type'] == 'job_template')
+    return [t['name'] for t in templates if t['name'] in run or '{{' in json.dumps(t)]
+
+
+# ------------------------------------------------------------------------------ the playbook, as the role runs it
+
+def playbook(vault_file, url, expected):
+    """The play: one task per list of PLAN, over the objects of ``expected``, against the stand-in at ``url``."""
+    tasks = []
+    for variable, module, _names in PLAN:
+        names = [o['name'] for o in expected[variable]]
+        options = sorted(set(k for o in expected[variable] for k in o))
+        args = dict((k, '{{ __item.%s | default(omit) }}' % k) for k in options)
+        args.update(controller_host=url, controller_oauthtoken='not-checked', validate_certs=False)
+        task = {'name': 'Manage %s' % variable, 'awx.awx.%s' % module: args,
+                'loop': '{{ %s | selectattr("name", "in", %s) | list }}' % (variable, json.dumps(names)),
+                'loop_control': {'loop_var': '__item', 'label': '{{ __item.name }}'}}
+        if variable in SECRET_LISTS:
+            task['no_log'] = True
+        tasks.append(task)
+    return [{'name': 'Load extensions/awx into AWX', 'hosts': 'localhost', 'gather_facts': False,
+             'vars_files': [os.path.join(AWX_DIR, f) for f in FILES] + [vault_file], 'tasks': tasks}]
+
+
+@pytest.fixture(scope='module')
+def collections(tmp_path_factory):
+    return venvs.collections_root(str(tmp_path_factory.mktemp('awx-loader')), COLLECTION)
+
+
+RUNS = ('main', 'oldest', 'newest')
+
+
+@pytest.fixture(scope='module', params=RUNS)
+def loaded(request, collections, tmp_path_factory):
+    """(the stand-in after the run, the run's exit status, its output, the expected objects) for one ansible-core:
+    the main virtualenv's or a matrix one's (tests/compat/venvs.py)."""
+    vbin = os.path.dirname(sys.executable) if request.param == 'main' else venvs.ensure(request.param)
+    work = tmp_path_factory.mktemp('awx-' + request.param)
+    expected = expected_objects()
+    (work / 'vault.yml').write_text(yaml.safe_dump(vault()))
+    with AwxRecorder() as awx:
+        organization = awx.seed('organizations', name='Default')
+        awx.seed('credential_types', name='OpenShift or Kubernetes API Bearer Token', kind='cloud', managed=True)
+        awx.seed('projects', name='gpuops.gpu', organization=organization['id'])
+        (work / 'play.yml').write_text(yaml.safe_dump(playbook(str(work / 'vault.yml'), awx.url, expected)))
+        env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=collections, ANSIBLE_NOCOLOR='1',
+                   ANSIBLE_LOCALHOST_WARNING='false', ANSIBLE_INVENTORY_UNPARSED_WARNING='false',
+                   ANSIBLE_PYTHON_INTERPRETER=os.path.join(vbin, 'python'))
+        proc = subprocess.run([os.path.join(vbin, 'ansible-playbook'), str(work / 'play.yml')], env=env,
+                              capture_output=True, text=True, timeout=900, check=False)
+    return awx, proc.returncode, proc.stdout + proc.stderr, expected
+
+
+# ------------------------------------------------------------------------------ what reached the API
+
+def sent(awx, kind, objects):
+    """[(expected object, the stand-in's object created from it)] in creation order."""
+    created = [o for o in awx.objects.get(kind, []) if o['id'] not in awx.seeded]
+    assert [o.get('name') for o in created] == [o['name'] for o in objects], kind
+    return list(zip(objects, created))
+
+
+# options a module uses to find things and does not store on the object
+LOOKUP_ONLY = {'schedule': ('organization',)}
+
+
+def mismatches(awx, module, wanted, got):
+    """How the object AWX would store differs from the YAML's, option by option (the table at the top)."""
+    out = []
+    for key, value in wanted.items():
+        if key in LOOKUP_ONLY.get(module, ()) or key == 'workflow_nodes':
+            continue
+        if key in REFERENCES:
+            target = awx.by_id(REFERENCES[key], got.get(key)) or {}
+            actual, value = target.get('name'), value['name'] if isinstance(value, dict) else value
+        elif key in ASSOCIATIONS:
+            kinds = 'notification_templates' if key.startswith('notification') else 'credentials'
+            actual = [awx.by_id(kinds, i)['name'] for i in awx.linked(got, key)]
+        elif key == 'survey_spec':
+            actual = awx.specs.get(got['url'])
+        elif key in ('extra_vars', 'variables'):
+            actual = json.loads(got[key]) if key in got else None
+        else:
+            actual = got.get(key, '<not sent>')
+        if actual != value:
+            out.append('%s %s.%s: AWX gets %r, the YAML says %r' % (module, wanted['name'], key, actual, value))
+    return out
+
+
+def test_the_loader_runs_and_prints_no_secret(loaded):
+    _awx, rc, output, _expected = loaded
+    assert rc == 0, output[-6000:]
+    leaked = [v for v in vault().values() if v in output]
+    assert not leaked, leaked
+
+
+@pytest.mark.parametrize('variable, module', [(v, m) for v, m, _n in PLAN if v != 'controller_workflows'])
+def test_every_option_reaches_awx_as_the_yaml_says(loaded, variable, module):
+    awx, _rc, _output, expected = loaded
+    pairs = sent(awx, KIND[module], expected[variable])
+    assert pairs
+    errors = [e for wanted, got in pairs for e in mismatches(awx, module, wanted, got)]
+    assert not errors, '\n'.join(errors)
+
+
+def test_awx_side_jinja_arrives_untouched(loaded):
+    awx, _rc, _output, _expected = loaded
+    ngc = awx.find('credential_types', 'gpuops.gpu NGC API key')
+    assert ngc['injectors'] == {'env': {'GPUOPS_NGC_API_KEY': '{{ ngc_api_key }}'}}
+    kubeconfig = awx.find('credential_types', 'gpuops.gpu kubeconfig')['injectors']
+    assert kubeconfig['env']['K8S_AUTH_KUBECONFIG'] == '{{ tower.filename.kubeconfig }}'
+    mirror = json.loads(awx.find('job_templates', 'gpuops.gpu mirror')['extra_vars'])
+    assert mirror['mirror_registry_auth_host'] == (
+        "{{ lookup('ansible.builtin.env', 'GPUOPS_REGISTRY_SERVER', default='') }}")
+    assert mirror['mirror_registry_password_env'] == ['GPUOPS_REGISTRY_PASSWORD']
+    vgpu = json.loads(awx.find('job_templates', 'gpuops.gpu vgpu')['extra_vars'])
+    assert vgpu['vgpu_registry_username'].startswith("{{ '$oauthtoken' if lookup('ansible.builtin.env', ")
+    host = json.loads(awx.objects['hosts'][0]['variables'])
+    assert host == {'ansible_connection': 'local', 'ansible_python_interpreter': '{{ ansible_playbook_python }}'}
+    email = awx.find('notification_templates', 'gpuops.gpu failure email')['messages']['error']
+    assert email['message'] == "gpuops.gpu: {{ job_friendly_name }} '{{ job.name }}' {{ job.status }}"
+    timeout = awx.find('job_templates', 'gpuops.gpu mig')['timeout']
+    assert isinstance(timeout, int) and timeout > 0, 'a lone expression keeps its type'
+
+
+def test_vaulted_values_only_in_their_credential_inputs(loaded):
+    awx, _rc, _output, _expected = loaded
+    secrets = vault()
+    for request in awx.requests:
+        body = json.dumps(request['body'])
+        found = [n for n, v in secrets.items() if v in body]
+        if request['path'].endswith(('/credentials/', '/notification_templates/')) and request['method'] == 'POST':
+            where = request['body'].get('inputs') or request['body'].get('notification_configuration') or {}
+            found = [n for n in found if secrets[n] not in where.values()]
+        assert not found, '%s %s carries %s' % (request['method'], request['path'], found)
+    report = awx.find('credentials', 'gpuops.gpu gpu-cluster report account')['inputs']
+    assert report['bearer_token'] == secrets['vault_gpuops_report_token']
+
+
+def test_the_workflow_nodes_as_the_yaml_says(loaded):
+    awx, _rc, _output, expected = loaded
+    [(wanted, got)] = sent(awx, 'workflow_job_templates', expected['controller_workflows'])
+    assert not mismatches(awx, 'workflow_job_template', wanted, got)
+    nodes = dict((n['identifier'], n) for n in awx.objects['workflow_job_template_nodes']
+                 if n['workflow_job_template'] == got['id'])
+    ids = dict((n['id'], i) for i, n in nodes.items())
+    assert list(nodes) == [n['identifier'] for n in wanted['workflow_nodes']]
+    for node in wanted['workflow_nodes']:
+        made = nodes[node['identifier']]
+        template = node['unified_job_template']
+        kind = 'workflow_approval_templates' if template['type'] == 'workflow_approval' else 'job_templates'
+        stored = awx.by_id(kind, made['unified_job_template'])
+        assert stored['name'] == template['name'], node['identifier']
+        if kind == 'workflow_approval_templates':
+            assert (stored['timeout'], stored['description']) == (template['timeout'], template['description'])
+        else:
+            assert (made['job_type'], made.get('diff_mode')) == (node['job_type'], node.get('diff_mode'))
+            assert awx.by_id('inventories', made['inventory'])['name'] == node['inventory']['name']
+        for link, targets in (node.get('related') or {}).items():
+            linked = awx.linked(made, link)
+            if link == 'credentials':
+                assert [awx.by_id('credentials', i)['name'] for i in linked] == [t['name'] for t in targets]
+            else:
+                assert [ids[i] for i in linked] == [t['identifier'] for t in targets], (node['identifier'], link)
