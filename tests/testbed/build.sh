@@ -113,6 +113,17 @@ step_assets() {
   fi
 }
 
+# cgo needs a C compiler: installed with apt-get where there is none and this run may (root), else a clear error
+need_c_compiler() {
+  command -v gcc >/dev/null 2>&1 && return
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    log "no C compiler (cgo of the mock NVML step): apt-get install gcc libc6-dev"
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends gcc libc6-dev
+  else
+    log "the mock NVML step needs a C compiler (cgo): install gcc (e.g. apt-get install gcc libc6-dev)"; exit 1
+  fi
+}
+
 # 5. the GPUs of NVIDIA's mock NVML (go-nvml pkg/nvml/mock, cgo: its types come from nvml.h; the mock
 #    itself never loads libnvidia-ml), dumped once as JSON; the marker is keyed by nvml/'s files
 step_nvml() {
@@ -122,6 +133,7 @@ step_nvml() {
     log "NVIDIA mock NVML GPUs: cached"; return
   fi
   t=$(date +%s)
+  need_c_compiler
   tmp=$(mktemp -d "$dir/.build.XXXXXX")
   (cd "$here/nvml" && CGO_ENABLED=1 CGO_CFLAGS="-O2 -Wno-deprecated-declarations" GOFLAGS=-mod=mod \
     go build -trimpath -ldflags "-s -w" -o "$tmp/nvml-dump" .)
