@@ -36,13 +36,11 @@ DEPLOY_LABELS = ('nvidia.com/gpu.deploy.dra-driver', 'nvidia.com/gpu.deploy.dra-
                  'nvidia.com/gpu.deploy.dcgm-dra', 'nvidia.com/gpu.deploy.dcgm-exporter-dra')
 DEVICE_PLUGIN_DEPLOY_LABEL = 'nvidia.com/gpu.deploy.device-plugin'
 
-# What the fleet view reads (gpu/dra_fleet.py): the plurals of the two lists, the field selector of the
-# ResourceSlice list, and the kinds of the driver's opaque claim configuration that carry a ``sharing``.
+# What the fleet view reads (gpu/dra_fleet.py): the plurals of the two lists and the field selector of the
+# ResourceSlice list.
 RESOURCE_SLICES = 'resourceslices'
 RESOURCE_CLAIMS = 'resourceclaims'
 SLICE_DRIVER_FIELD = 'spec.driver'
-CONFIG_API_VERSION = 'resource.nvidia.com/v1beta1'
-CONFIG_KINDS = {'GpuConfig': 'gpu', 'MigDeviceConfig': 'mig'}
 # Which stack serves a node (gpu/dra_fleet.py node_stack).
 STACKS = ('device-plugin', 'dra', 'both', 'none')
 
@@ -52,6 +50,8 @@ STACKS = ('device-plugin', 'dra', 'both', 'none')
 CONFIG_API_VERSION = 'resource.nvidia.com/v1beta1'
 GPU_CONFIG_KIND = 'GpuConfig'
 MIG_CONFIG_KIND = 'MigDeviceConfig'
+# the device type each kind configures (a claim's sharing applies to devices of that type)
+CONFIG_KINDS = {GPU_CONFIG_KIND: 'gpu', MIG_CONFIG_KIND: 'mig'}
 # sharing.strategy and the driver feature gate each one needs (validate.go, featuregates.go)
 TIME_SLICING = 'TimeSlicing'
 MPS = 'MPS'
