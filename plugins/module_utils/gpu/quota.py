@@ -15,15 +15,9 @@ HAMi's scheduler additionally enforces ``limits.nvidia.com/gpumem`` and
 from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
 
-import decimal
 import math
 import re
 from fractions import Fraction
-
-try:
-    from kubernetes.utils import parse_quantity as k8s_parse_quantity
-except ImportError:  # pragma: no cover - parse_quantity says what is missing
-    k8s_parse_quantity = None
 
 from ansible_collections.gpuops.gpu.plugins.module_utils.common.names import GPU_RESOURCE, HAMI_RESOURCES
 from ansible_collections.gpuops.gpu.plugins.module_utils.gpu.sharing import (
@@ -34,11 +28,12 @@ REQUESTS = 'requests.'
 LIMITS = 'limits.'
 HAMI_SCHEDULER_LIMITS = ('nvidia.com/gpumem', 'nvidia.com/gpucores')
 
-# The quantity grammar of the API server (k8s.io/apimachinery resource.Quantity): the Python
-# client's parse_quantity is more lenient ('5K', '1ui', 'NaN', '1_000'), so the syntax is checked
-# here and the client does the arithmetic.
-_QUANTITY_RE = re.compile(r'^[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)'
-                          r'(?:Ki|Mi|Gi|Ti|Pi|Ei|n|u|m|k|M|G|T|P|E|[eE][+-]?[0-9]+)?$')
+# The quantity grammar of the API server (k8s.io/apimachinery resource.Quantity; the Python client's
+# parse_quantity is more lenient: '5K', '1ui', 'NaN', '1_000'), and its suffixes' factors.
+_QUANTITY_RE = re.compile(r'^(?P<number>[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+))'
+                          r'(?P<suffix>Ki|Mi|Gi|Ti|Pi|Ei|n|u|m|k|M|G|T|P|E|[eE][+-]?[0-9]+)?$')
+_BINARY = dict((s, 1024 ** (i + 1)) for i, s in enumerate(('Ki', 'Mi', 'Gi', 'Ti', 'Pi', 'Ei')))
+_DECIMAL = {'n': -9, 'u': -6, 'm': -3, 'k': 3, 'M': 6, 'G': 9, 'T': 12, 'P': 15, 'E': 18}
 _KNOWN_EXAMPLES = ('nvidia.com/gpu', 'nvidia.com/gpu.shared', 'nvidia.com/mig-1g.5gb') + HAMI_RESOURCES
 
 
@@ -46,22 +41,20 @@ def parse_quantity(value):
     """A Kubernetes quantity (4, '500m', '2Gi', '1e3') as a Fraction; None when it is not one.
 
     Numbers are taken as written (0.1 is 1/10, not the nearest binary float); strings must follow
-    the API server's grammar (surrounding blanks ignored) and are converted by
-    ``kubernetes.utils.parse_quantity``. Raises RuntimeError when the kubernetes library is missing.
+    the API server's grammar (surrounding blanks ignored) and are converted exactly.
     """
     if is_int(value):
         return Fraction(value)
     if isinstance(value, float):
         return Fraction(repr(value)) if math.isfinite(value) else None
-    if not isinstance(value, str) or not _QUANTITY_RE.match(value.strip()):
+    match = _QUANTITY_RE.match(value.strip()) if isinstance(value, str) else None
+    if match is None:
         return None
-    if k8s_parse_quantity is None:
-        raise RuntimeError('parsing the quantity %r needs the kubernetes Python library (pip install kubernetes)'
-                           % (value,))
-    text = value.strip()
-    with decimal.localcontext() as context:
-        context.prec = len(text) + 30  # exact: the client computes in Decimal, a suffix adds <= 19 digits
-        return Fraction(k8s_parse_quantity(text))
+    number, suffix = Fraction(match.group('number')), match.group('suffix') or ''
+    if suffix in _BINARY:
+        return number * _BINARY[suffix]
+    exponent = _DECIMAL[suffix] if suffix in _DECIMAL else int(suffix[1:] or 0)
+    return number * Fraction(10) ** exponent
 
 
 def is_nvidia_resource(resource):

@@ -6,11 +6,11 @@
 from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
 
+import decimal
 from fractions import Fraction
 
 import pytest
 
-from ansible_collections.gpuops.gpu.plugins.module_utils.gpu import quota as quota_module
 from ansible_collections.gpuops.gpu.plugins.module_utils.gpu.quota import (
     is_nvidia_resource, normalise_quota, parse_quantity, quota_notes, timeslicing_quota_warnings)
 
@@ -119,11 +119,15 @@ def test_parse_quantity(value, expected):
     assert parse_quantity(value) == expected
 
 
-def test_parse_quantity_without_the_kubernetes_library(monkeypatch):
-    monkeypatch.setattr(quota_module, 'k8s_parse_quantity', None)
-    assert parse_quantity(4) == 4
-    with pytest.raises(RuntimeError, match='needs the kubernetes Python library'):
-        parse_quantity('500m')
+@pytest.mark.parametrize('text', ['0', '7', '-3', '+2', '1.', '0.001', '500m', '250u', '3n', '12k', '1.5M', '2G', '4T',
+                                  '5P', '6E', '1Ki', '3Mi', '1.5Gi', '2Ti', '7Pi', '1Ei', '1e3', '2E-2', '3e+4', '.25Gi'])
+def test_parse_quantity_agrees_with_the_kubernetes_client(text):
+    """The client's own parser (kubernetes.utils.parse_quantity, in Decimal with room for every digit) is the
+    reference for every quantity the API server's grammar allows."""
+    from kubernetes.utils import parse_quantity as client_parse_quantity
+    with decimal.localcontext() as context:
+        context.prec = 60
+        assert parse_quantity(text) == Fraction(client_parse_quantity(text)), text
 
 
 def test_is_nvidia_resource():
