@@ -11,8 +11,6 @@ autoscaling_plan.yml.
 from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
 
-from ansible_collections.gpuops.gpu.plugins.module_utils.plans import autoscaling
-
 
 def autoscaling_plan(machine_sets, existing_machine_sets=None, existing_machine_autoscalers=None,
                      existing_cluster_autoscaler=None, namespace='openshift-machine-api', gpu_limits=None,
@@ -20,6 +18,7 @@ def autoscaling_plan(machine_sets, existing_machine_sets=None, existing_machine_
                      cluster_autoscaler_spec=None, manage_cluster_autoscaler=True, capacity_annotations=True,
                      sharing_keys=None, mig_configs=None, tolerations=None, inputs_only=False):
     """Errors, warnings and the objects to write for the wanted GPU MachineSets."""
+    from ansible_collections.gpuops.gpu.plugins.module_utils.plans import autoscaling
     return autoscaling.autoscaling_plan(
         machine_sets, existing_machine_sets=existing_machine_sets,
         existing_machine_autoscalers=existing_machine_autoscalers,

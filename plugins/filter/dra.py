@@ -10,11 +10,10 @@ Thin wrapper over module_utils.plans.dra_resources; documentation in dra_resourc
 from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
 
-from ansible_collections.gpuops.gpu.plugins.module_utils.plans import dra_resources
-
 
 def dra_resources_plan(inputs, namespaces, selected=None, existing=None, served=True):
     """DeviceClasses, ResourceClaimTemplates and ResourceQuotas to apply and delete, errors and warnings."""
+    from ansible_collections.gpuops.gpu.plugins.module_utils.plans import dra_resources
     names = [n['metadata']['name'] if isinstance(n, dict) and isinstance(n.get('metadata'), dict) else n
              for n in (namespaces or [])]
     return dra_resources.resources_plan(inputs, names, selected=selected, existing=existing, served=served)

@@ -14,12 +14,11 @@ __metaclass__ = type
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.gpuops.gpu.plugins.module_utils.plans import driver as driver_plan
-from ansible_collections.gpuops.gpu.plugins.module_utils.plans.install import driver_settings
-
 
 def gpu_driver_overrides(variables):
     """ClusterPolicy spec fields of the gpu_operator role's typed driver settings."""
+    from ansible_collections.gpuops.gpu.plugins.module_utils.plans import driver as driver_plan
+    from ansible_collections.gpuops.gpu.plugins.module_utils.plans.install import driver_settings
     if not isinstance(variables, dict):
         raise AnsibleFilterError('gpu_driver_overrides: the input must be a mapping of role variables')
     return driver_plan.driver_overrides(driver_settings(variables))
@@ -28,6 +27,8 @@ def gpu_driver_overrides(variables):
 def gpu_driver_pool_plan(variables, nodes=None, existing=None, crd=None):
     """NVIDIADriver documents of the pools, the NVIDIADrivers of removed pools, and every error
     ({'documents', 'deletions', 'errors'})."""
+    from ansible_collections.gpuops.gpu.plugins.module_utils.plans import driver as driver_plan
+    from ansible_collections.gpuops.gpu.plugins.module_utils.plans.install import driver_settings
     if not isinstance(variables, dict):
         raise AnsibleFilterError('gpu_driver_pool_plan: the input must be a mapping of role variables')
     settings = driver_settings(variables)

@@ -11,20 +11,20 @@ Documentation is in the sidecar files gpu_fleet_table.yml and gpu_fleet_report.y
 from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
 
-from ansible_collections.gpuops.gpu.plugins.module_utils.gpu import fleet as fleet_table
-from ansible_collections.gpuops.gpu.plugins.module_utils.gpu import fleet_report
 from ansible_collections.gpuops.gpu.plugins.plugin_utils.filters import filter_errors
 
 
 @filter_errors
 def gpu_fleet_table(nodes, summary=None):
     """The gpu_nodes_info nodes (or whole result) as a fixed-width text table."""
+    from ansible_collections.gpuops.gpu.plugins.module_utils.gpu import fleet as fleet_table
     return fleet_table.render(nodes, summary=summary)
 
 
 @filter_errors
 def gpu_fleet_report(fleet, before=None, rollout=None, title='GPU fleet', generated=None):
     """The fleet report's files: {'html', 'csv', 'json'} (strings)."""
+    from ansible_collections.gpuops.gpu.plugins.module_utils.gpu import fleet_report
     return fleet_report.render(fleet, before=before, rollout=rollout, title=title, generated=generated)
 
 

@@ -13,11 +13,10 @@ __metaclass__ = type
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.gpuops.gpu.plugins.module_utils.plans import hami as hami_plan
-
 
 def hami_install_plan(config, cluster):
     """The nodes to label, the ClusterPolicy whose device plugin HAMi replaces, and every input problem."""
+    from ansible_collections.gpuops.gpu.plugins.module_utils.plans import hami as hami_plan
     if not isinstance(config, dict) or not isinstance(cluster, dict):
         raise AnsibleFilterError('hami_install_plan: expects the settings and the cluster as mappings')
     return hami_plan.install_plan(config, cluster)
@@ -26,6 +25,7 @@ def hami_install_plan(config, cluster):
 def hami_removal_plan(nodes, policies, pods, namespace, release, node_label, release_info=None, selected=None,
                       policy_name='', restore_device_plugin=True, with_pods=False):
     """Nodes to unlabel (from the release's record), the ClusterPolicy patch, pods in the way and errors."""
+    from ansible_collections.gpuops.gpu.plugins.module_utils.plans import hami as hami_plan
     if not isinstance(nodes, list) or not isinstance(policies, list) or not isinstance(pods, list):
         raise AnsibleFilterError('hami_removal_plan: expects the lists of Node, ClusterPolicy and Pod objects')
     if not isinstance(release_info or {}, dict) or not isinstance(selected or [], list):

@@ -12,14 +12,13 @@ install_input_errors.yml and install_mirror_defaults.yml.
 from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
 
-from ansible_collections.gpuops.gpu.plugins.module_utils.plans import install as install_inputs
-from ansible_collections.gpuops.gpu.plugins.module_utils.plans import mirror_chain
 from ansible_collections.gpuops.gpu.plugins.plugin_utils.filters import filter_errors
 
 
 @filter_errors
 def install_input_errors(variables, role):
     """Problems in the variables of the nfd or gpu_operator role ([] when fine)."""
+    from ansible_collections.gpuops.gpu.plugins.module_utils.plans import install as install_inputs
     return install_inputs.role_input_errors(variables, role)
 
 
@@ -27,6 +26,7 @@ def install_input_errors(variables, role):
 def install_mirror_defaults(variables, role, mirror_result=None):
     """CatalogSource, its namespace and Helm values of the nfd or gpu_operator role: its own variables first,
     then what the mirror role published (mirror_result), then the public catalog."""
+    from ansible_collections.gpuops.gpu.plugins.module_utils.plans import mirror_chain
     return mirror_chain.install_sources(role, variables, mirror_result)
 
 

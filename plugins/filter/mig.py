@@ -14,32 +14,25 @@ __metaclass__ = type
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.gpuops.gpu.plugins.module_utils.gpu.geometry import (
-    MigGeometryError,
-    geometry_errors,
-    mig_capacity as _mig_capacity,
-)
-from ansible_collections.gpuops.gpu.plugins.module_utils.gpu.mig_parted import mig_parted_errors as _mig_parted_errors
-from ansible_collections.gpuops.gpu.plugins.module_utils.gpu.products import MigCatalogError, require_product
-from ansible_collections.gpuops.gpu.plugins.module_utils.gpu.mig_demand import (
-    pending_demand, plan_mig_demand, plan_table, quota_demand)
-
 
 def mig_geometry_errors(geometry, product, overrides=None):
     """List of reasons the geometry does not fit one GPU of product ([] = fits)."""
+    from ansible_collections.gpuops.gpu.plugins.module_utils.gpu.geometry import geometry_errors
     return geometry_errors(geometry, product, overrides)
 
 
 def mig_capacity(geometry, product, strategy='mixed', gpus=1, overrides=None):
     """Expected allocatable resources for gpus GPUs of product with this geometry."""
+    from ansible_collections.gpuops.gpu.plugins.module_utils.gpu import geometry as geometry_lib
     try:
-        return _mig_capacity(geometry, product, strategy=strategy, gpus=gpus, overrides=overrides)
-    except MigGeometryError as exc:
+        return geometry_lib.mig_capacity(geometry, product, strategy=strategy, gpus=gpus, overrides=overrides)
+    except geometry_lib.MigGeometryError as exc:
         raise AnsibleFilterError(str(exc))
 
 
 def mig_profiles(product, overrides=None):
     """Catalog entry (profiles, placements, memory) for a GPU product."""
+    from ansible_collections.gpuops.gpu.plugins.module_utils.gpu.products import MigCatalogError, require_product
     try:
         return require_product(product, overrides)
     except MigCatalogError as exc:
@@ -48,11 +41,13 @@ def mig_profiles(product, overrides=None):
 
 def mig_parted_errors(document, products_by_config=None, overrides=None):
     """List of problems in a mig-parted config document ([] = valid)."""
-    return _mig_parted_errors(document, products_by_config, overrides)
+    from ansible_collections.gpuops.gpu.plugins.module_utils.gpu import mig_parted
+    return mig_parted.mig_parted_errors(document, products_by_config, overrides)
 
 
 def mig_plan(nodes, document, demand, strategy='mixed', policy=None, overrides=None):
     """Per-node mig-parted configs that meet a demand with the fewest node changes (see mig_plan.yml)."""
+    from ansible_collections.gpuops.gpu.plugins.module_utils.gpu.mig_demand import plan_mig_demand, plan_table
     if isinstance(nodes, dict) and 'nodes' in nodes:
         nodes = nodes['nodes']
     plan = plan_mig_demand(nodes, document, demand, strategy, policy, overrides)
@@ -62,6 +57,7 @@ def mig_plan(nodes, document, demand, strategy='mixed', policy=None, overrides=N
 
 def mig_pending_demand(pods, nodes, declared=None):
     """The demand that lets the Pending GPU pods run (see mig_pending_demand.yml)."""
+    from ansible_collections.gpuops.gpu.plugins.module_utils.gpu.mig_demand import pending_demand
     if isinstance(nodes, dict) and 'nodes' in nodes:
         nodes = nodes['nodes']
     if not isinstance(pods, list) or not isinstance(nodes, list):
@@ -72,6 +68,7 @@ def mig_pending_demand(pods, nodes, declared=None):
 
 def mig_quota_demand(quotas, declared=None):
     """The demand the GPU ResourceQuotas of namespaces allow (see mig_quota_demand.yml)."""
+    from ansible_collections.gpuops.gpu.plugins.module_utils.gpu.mig_demand import quota_demand
     if isinstance(quotas, dict) and 'resources' in quotas:
         quotas = quotas['resources']
     if not isinstance(quotas, list):

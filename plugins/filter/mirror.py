@@ -16,15 +16,12 @@ __metaclass__ = type
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.gpuops.gpu.plugins.module_utils.common import docker_config
-from ansible_collections.gpuops.gpu.plugins.module_utils.plans import mirror as plan_lib
-from ansible_collections.gpuops.gpu.plugins.module_utils.plans import mirror_air_gap
-from ansible_collections.gpuops.gpu.plugins.module_utils.plans import mirror_images
 from ansible_collections.gpuops.gpu.plugins.plugin_utils.filters import filter_errors
 
 
 def mirror_plan(config, cluster=None):
     """Objects, ClusterPolicy patch, image list and errors for the mirror role."""
+    from ansible_collections.gpuops.gpu.plugins.module_utils.plans import mirror as plan_lib
     if not isinstance(config, dict):
         raise AnsibleFilterError('mirror_plan: the input must be a mapping of settings')
     return plan_lib.mirror_plan(config, cluster)
@@ -32,6 +29,7 @@ def mirror_plan(config, cluster=None):
 
 def mirror_input_errors(plan, checks):
     """Every error that stops the mirror role before its first write ([] when none)."""
+    from ansible_collections.gpuops.gpu.plugins.module_utils.plans import mirror as plan_lib
     if not isinstance(plan, dict) or not isinstance(checks, dict):
         raise AnsibleFilterError('mirror_input_errors: expects the mirror_plan result and a mapping of checks')
     return plan_lib.role_errors(plan, checks)
@@ -39,6 +37,7 @@ def mirror_input_errors(plan, checks):
 
 def mirror_image_variables(roles=None):
     """Names of the role variables holding the collection's images and charts (of ``roles``; all when empty)."""
+    from ansible_collections.gpuops.gpu.plugins.module_utils.plans import mirror_images
     if roles and not isinstance(roles, (list, tuple)):
         raise AnsibleFilterError('mirror_image_variables: the input must be a list of role names')
     return mirror_images.variable_names(roles or None)
@@ -46,6 +45,7 @@ def mirror_image_variables(roles=None):
 
 def public_registry_references(objects, mirror=None, public_registries=None):
     """Places in Kubernetes objects that still name a public registry ([] when air-gap clean)."""
+    from ansible_collections.gpuops.gpu.plugins.module_utils.plans import mirror_air_gap
     if isinstance(objects, dict):
         objects = [objects]
     return mirror_air_gap.public_registry_references(objects, mirror, public_registries)
@@ -54,6 +54,7 @@ def public_registry_references(objects, mirror=None, public_registries=None):
 @filter_errors
 def docker_config_merge(existing, credentials):
     """Merge registry credentials into a base64 .dockerconfigjson, keeping every existing entry."""
+    from ansible_collections.gpuops.gpu.plugins.module_utils.common import docker_config
     errors = docker_config.credential_errors(credentials)
     if errors:
         raise AnsibleFilterError('docker_config_merge: %s' % '; '.join(errors))

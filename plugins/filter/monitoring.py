@@ -14,17 +14,18 @@ __metaclass__ = type
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.gpuops.gpu.plugins.module_utils.plans import monitoring
 from ansible_collections.gpuops.gpu.plugins.plugin_utils.filters import filter_errors
 
 
 def dcgm_metrics_errors(metrics, required_fields=None, console_plugin=False):
     """List of problems in a DCGM exporter metric list ([] when valid)."""
+    from ansible_collections.gpuops.gpu.plugins.module_utils.plans import monitoring
     return monitoring.metric_errors(metrics, required_fields=monitoring.required_fields(required_fields, console_plugin))
 
 
 def monitoring_plan(config, cluster=None):
     """Every problem with the monitoring role's settings (and the cluster), the platform, the namespace."""
+    from ansible_collections.gpuops.gpu.plugins.module_utils.plans import monitoring
     if not isinstance(config, dict) or not isinstance(cluster, (dict, type(None))):
         raise AnsibleFilterError('monitoring_plan: expects the settings (and the cluster) as mappings')
     return monitoring.monitoring_plan(config, cluster)
@@ -33,6 +34,7 @@ def monitoring_plan(config, cluster=None):
 @filter_errors
 def dcgm_metrics_csv(metrics):
     """The dcgm-metrics.csv text for a valid metric list."""
+    from ansible_collections.gpuops.gpu.plugins.module_utils.plans import monitoring
     return monitoring.render_csv(metrics)
 
 

@@ -11,18 +11,19 @@ openshift_ai_plan.yml.
 from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
 
-from ansible_collections.gpuops.gpu.plugins.module_utils.plans import openshift_ai
 from ansible_collections.gpuops.gpu.plugins.plugin_utils.filters import filter_errors
 
 
 @filter_errors
 def openshift_ai_kind(kind, hardware_profile_v1_served=None):
     """The kind option resolved (auto), with its apiVersion, kind and CRD name."""
+    from ansible_collections.gpuops.gpu.plugins.module_utils.plans import openshift_ai
     return openshift_ai.profile_kind(kind, hardware_profile_v1_served)
 
 
 def openshift_ai_plan(config, cluster=None):
     """Errors, the profiles to create or update and the ones to delete, for the openshift_ai role."""
+    from ansible_collections.gpuops.gpu.plugins.module_utils.plans import openshift_ai
     return openshift_ai.openshift_ai_plan(config, cluster)
 
 

@@ -10,11 +10,10 @@ Documentation is in the sidecar file configmap_write_errors.yml.
 from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
 
-from ansible_collections.gpuops.gpu.plugins.module_utils.common import ownership
-
 
 def configmap_write_errors(name, option, namespace='', existing=None):
     """Why the collection may not write the ConfigMap ``name`` ([] when it may)."""
+    from ansible_collections.gpuops.gpu.plugins.module_utils.common import ownership
     return ownership.configmap_write_errors(name, option, namespace, existing)
 
 

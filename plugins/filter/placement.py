@@ -14,26 +14,26 @@ __metaclass__ = type
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.gpuops.gpu.plugins.module_utils.plans import placement
-
-from ansible_collections.gpuops.gpu.plugins.module_utils.gpu import tolerations
 from ansible_collections.gpuops.gpu.plugins.plugin_utils.filters import filter_errors
 
 
 def taint_errors(taints):
     """List of problems in a list of node taints ([] when valid)."""
+    from ansible_collections.gpuops.gpu.plugins.module_utils.gpu import tolerations
     return tolerations.taint_errors(taints)
 
 
 @filter_errors
 def tolerations_for_taints(taints, match_value=False, keep_gpu=False):
     """Tolerations matching ``taints`` (Exists on key and effect unless match_value)."""
+    from ansible_collections.gpuops.gpu.plugins.module_utils.gpu import tolerations
     result = tolerations.tolerations_for_taints(taints, match_value=match_value)
     return tolerations.merge_tolerations(result, keep_gpu=keep_gpu) if keep_gpu else result
 
 
 def gpu_node_placement_plan(config, cluster=None):
     """Errors and toleration patches (NFD worker, Subscription, ClusterPolicy) for gpu_node_placement."""
+    from ansible_collections.gpuops.gpu.plugins.module_utils.plans import placement
     if not isinstance(config, dict):
         raise AnsibleFilterError('gpu_node_placement_plan: the input must be a mapping of settings')
     return placement.placement_plan(config, cluster)
@@ -41,6 +41,7 @@ def gpu_node_placement_plan(config, cluster=None):
 
 def daemonsets_not_ready_for(daemonsets, taints, owner_kind=None):
     """DaemonSets (namespace/name) whose pods would not survive the taints yet."""
+    from ansible_collections.gpuops.gpu.plugins.module_utils.plans import placement
     return placement.daemonsets_not_ready_for(daemonsets, taints, owner_kind)
 
 

@@ -13,11 +13,10 @@ __metaclass__ = type
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.gpuops.gpu.plugins.module_utils.plans import rbac
-
 
 def rbac_input_errors(settings):
     """Every problem with the rbac role's settings ([] when none)."""
+    from ansible_collections.gpuops.gpu.plugins.module_utils.plans import rbac
     if not isinstance(settings, dict):
         raise AnsibleFilterError('rbac_input_errors: expects the settings as a mapping')
     return rbac.input_errors(settings)
@@ -25,6 +24,7 @@ def rbac_input_errors(settings):
 
 def rbac_objects(manifests, operator_namespace):
     """The rbac role's manifests with the GPU operator namespace filled in."""
+    from ansible_collections.gpuops.gpu.plugins.module_utils.plans import rbac
     if not isinstance(manifests, list) or not all(isinstance(m, dict) for m in manifests):
         raise AnsibleFilterError('rbac_objects: expects a list of manifests (mappings)')
     return rbac.with_operator_namespace(manifests, operator_namespace)

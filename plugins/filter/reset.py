@@ -13,12 +13,11 @@ __metaclass__ = type
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.gpuops.gpu.plugins.module_utils.plans import reset as reset_plan
-
 
 def gpu_reset_plan(nodes, policies, config_maps=None, scope=None, wanted=None, mig=True, sharing=True,
                    cluster_policy=True, config_maps_delete=True, hami=None):
     """Nodes to roll back, ClusterPolicy patches, ConfigMaps to delete, the HAMi release to remove, errors and notes."""
+    from ansible_collections.gpuops.gpu.plugins.module_utils.plans import reset as reset_plan
     if not isinstance(nodes, list):
         raise AnsibleFilterError('gpu_reset_plan: expects the list of Node objects')
     if hami is not None and not isinstance(hami, dict):
@@ -30,6 +29,7 @@ def gpu_reset_plan(nodes, policies, config_maps=None, scope=None, wanted=None, m
 
 def gpu_reset_pending(nodes, plan):
     """What still differs from the reset's goal on the nodes of the plan ([] when done)."""
+    from ansible_collections.gpuops.gpu.plugins.module_utils.plans import reset as reset_plan
     if not isinstance(nodes, list) or not isinstance(plan, dict):
         raise AnsibleFilterError('gpu_reset_pending: expects the list of Node objects and the gpu_reset_plan result')
     return reset_plan.reset_pending(nodes, plan)

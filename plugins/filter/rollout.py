@@ -10,19 +10,20 @@ Documentation is in the sidecar files rollout_summary_table.yml and rollout_stat
 from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
 
-from ansible_collections.gpuops.gpu.plugins.module_utils.plans import rollout_summary
 from ansible_collections.gpuops.gpu.plugins.plugin_utils.filters import filter_errors
 
 
 @filter_errors
 def rollout_summary_table(results, title='GPU rollout'):
     """One or more rollout results as summary lines: node, from -> to, duration, pods evicted, result."""
+    from ansible_collections.gpuops.gpu.plugins.module_utils.plans import rollout_summary
     return rollout_summary.summary_table(results, title=title)
 
 
 @filter_errors
 def rollout_stats(results, kind):
     """One or more rollout results as the gpuops_rollout artifact (set_stats)."""
+    from ansible_collections.gpuops.gpu.plugins.module_utils.plans import rollout_summary
     return rollout_summary.stats(kind, results)
 
 

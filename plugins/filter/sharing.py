@@ -14,18 +14,19 @@ sharing_mps_root_errors.yml, sharing_profiles_data.yml, sharing_capacity.yml and
 from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
 
-from ansible_collections.gpuops.gpu.plugins.module_utils.gpu import sharing_checks, sharing_render, tolerations
 from ansible_collections.gpuops.gpu.plugins.plugin_utils.filters import filter_errors
 
 
 def sharing_config_errors(config, mig_strategy=None, compute_capability=None):
     """List of problems in a device-plugin sharing config ([] when valid)."""
+    from ansible_collections.gpuops.gpu.plugins.module_utils.gpu import sharing_checks
     return sharing_checks.sharing_config_errors(config, mig_strategy=mig_strategy,
                                                 compute_capability=compute_capability)
 
 
 def sharing_profile_errors(profiles, mig_strategy=None, default=None, reserved=('none', 'default')):
     """List of problems in named profiles {name: config} ([] when valid)."""
+    from ansible_collections.gpuops.gpu.plugins.module_utils.gpu import sharing_checks
     errors = sharing_checks.profile_errors(profiles, mig_strategy=mig_strategy, default=default or None)
     if isinstance(profiles, dict):
         errors.extend("profile name '%s' is reserved (none = unshared, default = follow the default profile); "
@@ -35,24 +36,28 @@ def sharing_profile_errors(profiles, mig_strategy=None, default=None, reserved=(
 
 def sharing_mps_root_errors(root, option='sharing_mps_root'):
     """Why ``root`` may not be set as ClusterPolicy devicePlugin.mps.root ([] when it may)."""
+    from ansible_collections.gpuops.gpu.plugins.module_utils.gpu import sharing_checks
     return sharing_checks.mps_root_errors(root, option)
 
 
 @filter_errors
 def sharing_profiles_data(profiles, mig_strategy=None):
     """The device-plugin ConfigMap data: {profile name: YAML text}, byte-identical on every run."""
+    from ansible_collections.gpuops.gpu.plugins.module_utils.gpu import sharing_render
     return sharing_render.render_profiles(profiles, mig_strategy=mig_strategy)
 
 
 @filter_errors
 def sharing_capacity(config, gpus=None, strategy=None, mig_resources=None):
     """Allocatable GPU resources a node advertises under the config."""
+    from ansible_collections.gpuops.gpu.plugins.module_utils.gpu import sharing_render
     return sharing_render.sharing_capacity(config, gpus=gpus, strategy=strategy, mig_resources=mig_resources)
 
 
 @filter_errors
 def merge_tolerations(existing, extra=None, keep_gpu=True):
     """Merged, deduplicated tolerations that always keep nvidia.com/gpu (unless keep_gpu=false)."""
+    from ansible_collections.gpuops.gpu.plugins.module_utils.gpu import tolerations
     return tolerations.merge_tolerations(existing, extra, keep_gpu=keep_gpu)
 
 

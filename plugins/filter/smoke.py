@@ -14,11 +14,10 @@ __metaclass__ = type
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.gpuops.gpu.plugins.module_utils.plans import smoke
-
 
 def smoke_test_input_errors(settings):
     """Every problem with the smoke_test role's settings ([] when none)."""
+    from ansible_collections.gpuops.gpu.plugins.module_utils.plans import smoke
     if not isinstance(settings, dict):
         raise AnsibleFilterError('smoke_test_input_errors: expects the settings as a mapping')
     return smoke.input_errors(settings)
@@ -26,6 +25,7 @@ def smoke_test_input_errors(settings):
 
 def smoke_test_failures(result, on_error=True, on_no_capacity=False, accept_unread_logs=False):
     """What in a gpuops.gpu.gpu_smoke_test result fails the role ([] when nothing)."""
+    from ansible_collections.gpuops.gpu.plugins.module_utils.plans import smoke
     if not isinstance(result, dict):
         raise AnsibleFilterError('smoke_test_failures: expects the registered result of gpuops.gpu.gpu_smoke_test')
     return smoke.failures(result, on_error=on_error, on_no_capacity=on_no_capacity,

@@ -12,11 +12,10 @@ __metaclass__ = type
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.gpuops.gpu.plugins.module_utils.plans import uninstall
-
 
 def uninstall_plan(inputs, found=None):
     """Errors, GPU workloads in the way, and the removal steps in order."""
+    from ansible_collections.gpuops.gpu.plugins.module_utils.plans import uninstall
     if not isinstance(inputs, dict) or (found is not None and not isinstance(found, dict)):
         raise AnsibleFilterError('uninstall_plan: expects the mapping of inputs and the mapping of objects read')
     return uninstall.uninstall_plan(inputs, found)

@@ -12,8 +12,6 @@ __metaclass__ = type
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.gpuops.gpu.plugins.module_utils.plans import upgrade
-
 
 def _resources(result):
     """The objects of one k8s_info result (a loop item's), [] when skipped or absent."""
@@ -40,6 +38,7 @@ def _operator(op, index, reads):
 
 def upgrade_plan(reads):
     """The upgrade's plan (module_utils.plans.upgrade.upgrade_plan) from the role's k8s_info results."""
+    from ansible_collections.gpuops.gpu.plugins.module_utils.plans import upgrade
     if not isinstance(reads, dict) or not isinstance(reads.get('operators'), list):
         raise AnsibleFilterError('upgrade_plan: expects a mapping with the list operators')
     try:
@@ -55,6 +54,7 @@ def upgrade_plan(reads):
 
 def driver_upgrade_states(nodes):
     """[{'node', 'state'}] of the nodes with the nvidia.com/gpu-driver-upgrade-state label."""
+    from ansible_collections.gpuops.gpu.plugins.module_utils.plans import upgrade
     if not isinstance(nodes, list):
         raise AnsibleFilterError('driver_upgrade_states: expects a list of Node objects')
     return upgrade.driver_upgrade_states(nodes)

@@ -12,11 +12,10 @@ __metaclass__ = type
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.gpuops.gpu.plugins.module_utils.plans import vgpu as vgpu_licensing
-
 
 def vgpu_plan(config, cluster=None):
     """Errors, warnings, gridd.conf and ClusterPolicy patch for the vgpu role."""
+    from ansible_collections.gpuops.gpu.plugins.module_utils.plans import vgpu as vgpu_licensing
     if not isinstance(config, dict):
         raise AnsibleFilterError('vgpu_plan: the input must be a mapping of settings')
     return vgpu_licensing.vgpu_plan(config, cluster)

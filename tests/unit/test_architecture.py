@@ -181,6 +181,26 @@ def import_violations(root):
     return out
 
 
+def import_time(node):
+    """The nodes of ``node`` that run when its module is imported: all but the bodies of functions."""
+    for child in ast.iter_child_nodes(node):
+        if not isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+            yield child
+            yield from import_time(child)
+
+
+def lazy_filter_violations(root):
+    """A filter file imports nothing of plugins/module_utils when it loads, only inside its functions."""
+    # Ansible imports every filter file of the collection in each worker that resolves one of them: 0.1 s a task.
+    out = []
+    for path in files(root, 'plugins/filter'):
+        for node in import_time(ast.parse(read(root, path))):
+            found = imports(node) if isinstance(node, (ast.Import, ast.ImportFrom)) else []
+            out.extend('%s:%d: a filter imports %s when it loads; import it inside the functions that use it'
+                       % (path, line, name) for line, name in found if name.startswith(PREFIX + 'module_utils'))
+    return out
+
+
 def size_violations(root):
     """Files in plugins/ over MAX_FILE_LINES code lines; functions in plugins/ and tests/testbed/ over
     MAX_FUNCTION_LINES."""
@@ -365,7 +385,8 @@ def cluster_policy_write_violations(root):
 
 
 RULES = {
-    'import': import_violations, 'size': size_violations, 'thin': thin_violations,
+    'import': import_violations, 'lazy filter import': lazy_filter_violations,
+    'size': size_violations, 'thin': thin_violations,
     'dispatch': dispatch_violations, 'jinja': jinja_violations, 'issue reference': issue_reference_violations,
     'cluster policy write': cluster_policy_write_violations,
 }
@@ -429,6 +450,20 @@ def test_planted_imports_are_found(tmp_path):
         'plugins/filter/f.py', 'plugins/filter/f.py', 'plugins/inventory/i.py',
         'plugins/module_utils/gpu/units.py', 'plugins/module_utils/gpu/up.py', 'plugins/module_utils/plans/api.py'], found
     assert 'gpu may not import k8s/client.py' in ' '.join(found)
+
+
+def test_planted_filter_imports_at_load_are_found(tmp_path):
+    plant(tmp_path, 'plugins/filter/top.py', 'import json\nfrom %smodule_utils.plans import quota\n' % PREFIX)
+    plant(tmp_path, 'plugins/filter/guarded.py', 'try:\n    from %smodule_utils.gpu import node\nexcept ImportError:\n'
+          '    node = None\n' % PREFIX)
+    plant(tmp_path, 'plugins/filter/in_class.py', 'class FilterModule(object):\n'
+          '    import %smodule_utils.gpu.node\n' % PREFIX)
+    plant(tmp_path, 'plugins/filter/lazy.py', 'from %splugin_utils.filters import filter_errors\n\n\n'
+          'def f(x):\n    from %smodule_utils.plans import quota\n    return quota.f(x)\n' % (PREFIX, PREFIX))
+    plant(tmp_path, 'plugins/modules/m.py', 'from %smodule_utils.plans import quota\n' % PREFIX)
+    found = lazy_filter_violations(str(tmp_path))
+    assert sorted(v.split(':', 2)[0] + ':' + v.split(':', 2)[1] for v in found) == [
+        'plugins/filter/guarded.py:2', 'plugins/filter/in_class.py:2', 'plugins/filter/top.py:2'], found
 
 
 def test_planted_sizes_are_found(tmp_path):
