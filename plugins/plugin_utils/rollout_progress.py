@@ -46,6 +46,7 @@ FIRST_POLL = 0.5     # the first read; the pause doubles up to POLL_EVERY
 HEARTBEAT = 25.0     # a status line at least this often, changed or not
 STOP_WAIT = 10.0     # stopping: how long to wait for a module not started yet to name its pid
 ASYNC_LIMIT = 30 * 24 * 3600  # the async wrapper's own time limit: the module's timeouts are what bound a rollout
+READ_SEPARATOR = '--gpuops-progress-then-job--'  # between the two files' texts in one read
 JOB_KEYS = ('ansible_job_id', 'started', 'finished', 'results_file', 'stdout', 'stderr', 'stdout_lines',
             'stderr_lines', 'erased', '_ansible_suppress_tmpdir_delete')
 
@@ -92,27 +93,31 @@ class RolloutProgressAction(ActionBase):
     def _wait(self, poll, progress_file, watcher, task_vars):
         pause = FIRST_POLL
         playbook = os.getppid()  # the ansible-playbook process this worker runs the task for
+        job_file = self._connection._shell.join_path(poll['_async_dir'], poll['jid'])
         while True:
             if os.getppid() != playbook:  # it is gone (killed, the job cancelled): nobody would see the result
                 raise AnsibleError('the ansible-playbook process that ran this task is gone: stopping the rollout')
-            status = self._module('ansible.legacy.async_status', poll, task_vars)
-            watcher.show(self._read(progress_file))
-            if status.get('finished') or status.get('failed'):
-                watcher.show(None, final=True)
-                return status
+            progress, job = self._read(progress_file, job_file)
+            watcher.show(progress)
+            if not running(job):  # ended, or the job file says something unexpected: async_status has the word
+                status = self._module('ansible.legacy.async_status', poll, task_vars)
+                if status.get('finished') or status.get('failed'):
+                    watcher.show(None, final=True)
+                    return status
             time.sleep(pause)
             pause = min(POLL_EVERY, pause * 2)  # a short rollout ends without waiting a whole POLL_EVERY
 
-    def _read(self, path):
+    def _read(self, path, job_file=None):
         """Say the controller is watching (touch the heartbeat file the module's dead man's switch looks at) and
-        read the progress file, in one shell command on the target; None while there is no file yet."""
-        got = self._low_level_execute_command('touch %s; cat %s' % (shlex.quote(path + ALIVE_SUFFIX), shlex.quote(path)))
-        if got.get('rc') != 0:
-            return None
-        try:
-            return json.loads(got.get('stdout') or '')
-        except ValueError:
-            return None
+        read the progress file and, given one, the async job's file, in one shell command on the target: the
+        progress, or (progress, job); each None while there is no such file yet. Reading the job's file this way
+        costs no module run per poll while the job runs."""
+        files = [path] + ([job_file] if job_file else [])
+        reads = ('; echo %s; ' % READ_SEPARATOR).join('cat %s 2>/dev/null' % shlex.quote(name) for name in files)
+        got = self._low_level_execute_command('touch %s; %s' % (shlex.quote(path + ALIVE_SUFFIX), reads))
+        texts = (got.get('stdout') or '').split(READ_SEPARATOR)
+        read = [_json(texts[i]) if i < len(texts) else None for i in range(len(files))]
+        return tuple(read) if job_file else read[0]
 
     def _module(self, name, args, task_vars):
         return self._execute_module(module_name=name, module_args=args, task_vars=task_vars, wrap_async=False)
@@ -167,3 +172,16 @@ class _Watcher(object):
         if fresh or time.monotonic() - self.last_shown >= HEARTBEAT:
             self.display.display('  %s' % status)
             self.last_status, self.last_shown = status, time.monotonic()
+
+
+def _json(text):
+    try:
+        return json.loads(text)
+    except ValueError:
+        return None
+
+
+def running(job):
+    """Whether Ansible's async wrapper's job file says the job still runs (``{"started": true, "finished": false}``,
+    replaced by the module's result when it ends): async_status's own reading of that file."""
+    return isinstance(job, dict) and 'started' in job and not job.get('finished')

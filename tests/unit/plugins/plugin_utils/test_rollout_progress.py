@@ -9,6 +9,10 @@ itself runs in tests/integration/test_awx_progress.py (an AWX-style job) and whe
 from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
 
+import json
+import os
+import subprocess
+
 from ansible_collections.gpuops.gpu.plugins.plugin_utils import rollout_progress as rp
 from ansible_collections.gpuops.gpu.tests.unit.plugins.module_utils.fakes import FakeClock
 
@@ -93,3 +97,67 @@ def test_stop_gives_up_when_the_module_never_started(monkeypatch):
     action._stop(None, '/async/progress.json')
     assert action.commands == [], 'no pid, nothing to signal'
     assert clock.now - 1000.0 >= rp.STOP_WAIT
+
+
+class Shell(object):
+    join_path = staticmethod(os.path.join)
+
+
+class Connection(object):
+    _shell = Shell()
+
+
+class Waiting(rp.RolloutProgressAction):
+    """The action's wait alone: its shell commands run for real (on files in a temporary directory), its module
+    runs (async_status) are answered from the job file the way async_status reads it, and counted."""
+
+    def __init__(self):  # pylint: disable=super-init-not-called
+        self._connection, self.module_runs = Connection(), []
+
+    def _low_level_execute_command(self, cmd, **kwargs):
+        proc = subprocess.run(['sh', '-c', cmd], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, check=False)
+        return {'rc': proc.returncode, 'stdout': proc.stdout}
+
+    def _module(self, name, args, task_vars):
+        self.module_runs.append((name, args))
+        with open(os.path.join(args['_async_dir'], args['jid'])) as handle:
+            job = json.load(handle)
+        return dict(job, finished=True) if 'started' not in job else job
+
+
+def test_a_running_job_is_polled_without_module_runs(tmp_path, monkeypatch):
+    """While the job file says it runs, each poll is one shell command (progress and job file together); the one
+    async_status run comes once the module's result replaced it."""
+    progress, job = tmp_path / 'progress.json', tmp_path / 'j1.2'
+    progress.write_text(json.dumps(data([(1, 'batch 1/2: a')], {'a': 'drain'})))
+    job.write_text(json.dumps({'started': True, 'finished': False, 'ansible_job_id': 'j1.2'}))
+    sleeps = []
+
+    def sleep(seconds):
+        sleeps.append(seconds)
+        if len(sleeps) == 3:
+            job.write_text(json.dumps({'changed': True, 'nodes': ['a'], 'ansible_job_id': 'j1.2'}))
+    monkeypatch.setattr(rp.time, 'sleep', sleep)
+    action, display = Waiting(), Display()
+    status = action._wait({'jid': 'j1.2', '_async_dir': str(tmp_path)}, str(progress), rp._Watcher(display), {})
+    assert status['finished'] and status['nodes'] == ['a']
+    assert [name for name, _args in action.module_runs] == ['ansible.legacy.async_status'], action.module_runs
+    assert len(sleeps) == 3 and display.lines[0] == '  batch 1/2: a'
+    assert (tmp_path / ('progress.json' + rp.ALIVE_SUFFIX)).exists(), 'each poll tells the module someone watches'
+
+
+def test_read_gives_none_for_files_not_there_yet(tmp_path):
+    action = Waiting()
+    assert action._read(str(tmp_path / 'progress.json'), str(tmp_path / 'j1.2')) == (None, None)
+    assert action._read(str(tmp_path / 'progress.json')) is None
+    (tmp_path / 'j1.2').write_text('{"started": true, "finished": false}')
+    assert action._read(str(tmp_path / 'progress.json'), str(tmp_path / 'j1.2')) == (
+        None, {'started': True, 'finished': False})
+
+
+def test_running_reads_the_job_file_as_async_status_does():
+    assert rp.running({'started': True, 'finished': False})
+    assert rp.running({'started': 1})  # async_status: 'finished' absent means still running
+    assert not rp.running({'changed': True, 'nodes': []})  # the module's result: 'started' is gone
+    assert not rp.running({'started': True, 'finished': True})
+    assert not rp.running(None), 'unreadable: async_status decides'
