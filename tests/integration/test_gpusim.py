@@ -481,6 +481,21 @@ def test_inject_device_plugin_crash(nodes):
                and P + "device-plugin-error" not in nodes.annotations(name), timeout=30, interval=0.2)
 
 
+def test_unhealthy_gpus_lower_allocatable_emit_xid_events_and_repair(nodes, core):
+    name = nodes.make()
+    nodes.annotate(name, {P + "unhealthy-gpus": "1"})
+    wait_until("allocatable lowered", lambda: nodes.allocatable(name) == {GPU: "7"}, timeout=30, interval=0.2)
+    assert nodes.capacity(name) == {GPU: "8"}
+
+    def xid_events():
+        items = core.list_namespaced_event("default", field_selector="involvedObject.name=%s" % name).items
+        return [e for e in items if e.reason == "XidCriticalError"]
+    wait_until("XID event", xid_events, timeout=30, interval=0.2)
+    assert "Xid=79" in xid_events()[0].message and xid_events()[0].type == "Warning"
+    nodes.annotate(name, {P + "unhealthy-gpus": None})
+    wait_until("repaired", lambda: nodes.allocatable(name) == {GPU: "8"}, timeout=30, interval=0.2)
+
+
 # ------------------------------------------------------------------------------------------------
 # OLM
 

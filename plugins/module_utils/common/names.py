@@ -123,11 +123,13 @@ ANN_CORDONED_BY_ROLLOUT = ANN_PREFIX + 'cordoned-by-rollout'  # "true" only when
 ANN_ROLLOUT_UPDATED = ANN_PREFIX + 'rollout-updated'
 ANN_PHYSICAL_GPUS = ANN_PREFIX + 'physical-gpus'
 ANN_DP_CONFIG_HASH = ANN_PREFIX + 'device-plugin-config-hash'  # the sharing config a node's operands restarted on
-# Every gpuops.gpu annotation the rollout engine writes on nodes: the rollout account's node admission policy
-# (roles/rbac/files/gpuops-gpu-rollout-admission.yml) admits these keys and no other. (gpuops.gpu/owned-taints,
-# which gpu_node_placement trusts to know which taints it may remove, is written by the install account only.)
+ANN_GPU_HEALTH = ANN_PREFIX + 'gpu-health'  # JSON: why and since when gpu_health quarantined (or returned) the node
+# Every gpuops.gpu annotation the rollout engine and gpu_health write on nodes: the rollout account's node
+# admission policy (roles/rbac/files/gpuops-gpu-rollout-admission.yml) admits these keys and no other.
+# (gpuops.gpu/owned-taints, which gpu_node_placement trusts to know which taints it may remove, is written by
+# the install account only.)
 NODE_ANNOTATIONS = (ANN_ROLLOUT_TARGET, ANN_ROLLOUT_PHASE, ANN_ROLLOUT_REASON, ANN_CORDONED_BY_ROLLOUT,
-                    ANN_ROLLOUT_UPDATED, ANN_PHYSICAL_GPUS, ANN_DP_CONFIG_HASH)
+                    ANN_ROLLOUT_UPDATED, ANN_PHYSICAL_GPUS, ANN_DP_CONFIG_HASH, ANN_GPU_HEALTH)
 
 # --- GPU operator operands a sharing rollout restarts -----------------------------------------
 

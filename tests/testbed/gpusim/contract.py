@@ -13,6 +13,8 @@ Test controls:
                               used when no such pod runs on the node)
   gpusim.gpuops.dev/reconfigure-seconds     per-node MIG reconfiguration time (overrides
                               simulation.mig_reconfigure_seconds; x slow_factor with inject=slow)
+  gpusim.gpuops.dev/unhealthy-gpus          "<n>" or "<n>:<xid>": the device plugin marks the first n GPUs
+                              unhealthy after an XID (default 79); removed = repaired (deviceplugin.py)
 Outputs (written by the simulator):
   gpusim.gpuops.dev/mig-applied           JSON, the MIG state of each GPU (survives restarts)
   gpusim.gpuops.dev/mig-error             reason of the last failed reconfiguration
@@ -32,6 +34,7 @@ ANN_INJECT = PREFIX + "inject"
 ANN_DP_RESTART = PREFIX + "device-plugin-restart"
 ANN_RECONFIGURE_SECONDS = PREFIX + "reconfigure-seconds"
 ANN_MM_RESTART = PREFIX + "mig-manager-restart"
+ANN_UNHEALTHY = PREFIX + "unhealthy-gpus"
 ANN_MIG_APPLIED = PREFIX + "mig-applied"
 ANN_MIG_ERROR = PREFIX + "mig-error"
 ANN_DP_STATE = PREFIX + "device-plugin-state"
@@ -86,6 +89,24 @@ def node_name(node):
 def injections(node):
     raw = node_annotations(node).get(ANN_INJECT, "")
     return {p.strip() for p in raw.split(",") if p.strip()}
+
+
+DEFAULT_XID = 79  # "GPU has fallen off the bus": a critical XID the device plugin does not ignore (docs/facts.md)
+
+
+def unhealthy_gpus(node):
+    """(number of unhealthy GPUs, XID) from gpusim.gpuops.dev/unhealthy-gpus ("<n>" or "<n>:<xid>");
+    (0, DEFAULT_XID) when absent or not a number."""
+    raw = node_annotations(node).get(ANN_UNHEALTHY, "")
+    count, _sep, xid = str(raw).partition(":")
+    try:
+        n = max(int(count), 0)
+    except ValueError:
+        return 0, DEFAULT_XID
+    try:
+        return n, int(xid) if xid else DEFAULT_XID
+    except ValueError:
+        return n, DEFAULT_XID
 
 
 def node_product_and_count(node, default_gpus=8):

@@ -19,11 +19,17 @@ Config pick-up rule (documented in README.md):
     retries (a crash-looping container re-reads its config), so fixing the ConfigMap heals it.
   * Where the plugin does not run (deploy label not "true" in operator mode, or
     paused-for-mig-change) allocatable of its resources is 0 and capacity stays.
+  * Unhealthy GPUs (annotation gpusim.gpuops.dev/unhealthy-gpus "<n>[:<xid>]"): like the real
+    plugin after a critical XID (internal/rm/health.go), the first n GPUs are unhealthy: kubelet
+    then counts them in capacity but not in allocatable, so allocatable nvidia.com/gpu is lowered by
+    their share (count / GPUs each); one Warning Event "XidCriticalError" per newly unhealthy GPU,
+    with the plugin's log line as message. Removing the annotation (the repair) restores allocatable.
 """
 
 import json
 
 from gpusim import contract as C
+from gpusim import dra
 from gpusim import gfd
 from gpusim import migparted
 from gpusim import sharing as sharing_mod
@@ -176,7 +182,11 @@ def reconcile(node, product, cp, cm, dp_pod_uid, cfg):
     if dp_runs and config_ok and C.INJECT_DP_CRASH in inject:
         errors.append("plugin: injected crash (gpusim.gpuops.dev/inject=device-plugin-crash)")
     plugin_ok = dp_runs and config_ok and C.INJECT_DP_CRASH not in inject
-    status = _status_patch(node, product, mig_state, strategy, config, plugin_ok, errors)
+    unhealthy = min(C.unhealthy_gpus(node)[0], gpus) if plugin_ok else 0
+    if plugin_ok:
+        _health(plan, node, new_state, unhealthy, gpus)
+    status = _status_patch(node, product, mig_state, strategy, config, plugin_ok, errors,
+                           (unhealthy, gpus))
     if gfd_runs and config_ok:
         try:
             eff = config if config is not None else sharing_mod.empty_config()
@@ -214,9 +224,33 @@ def _snapshot(old, epoch, cm_name, cm, default_key, label_key, errors):
              "hash": C.stable_hash(text) if text is not None else ""}, config, True)
 
 
-def _status_patch(node, product, mig_state, strategy, config, plugin_ok, errors):
-    """Capacity/allocatable merge patch: the plugin's resources while it runs healthy, else
-    allocatable 0 for the resources it manages (capacity stays)."""
+def _health(plan, node, new_state, unhealthy, gpus):
+    """Record the unhealthy GPU count in the plugin's state; an XID Event per newly unhealthy GPU."""
+    before = int((read_state(node) or {}).get("unhealthy") or 0)
+    if unhealthy:
+        new_state["unhealthy"] = unhealthy
+    else:
+        new_state.pop("unhealthy", None)
+    xid = C.unhealthy_gpus(node)[1]
+    for minor in range(min(before, gpus), unhealthy):
+        plan.events.append(("Warning", "XidCriticalError",
+                            "XidCriticalError: Xid=%d on Device=%s; marking device as unhealthy."
+                            % (xid, dra.gpu_uuid(C.node_name(node), minor))))
+
+
+def _healthy(desired, unhealthy, gpus):
+    """Allocatable: ``desired`` with the unhealthy GPUs' share of nvidia.com/gpu taken away."""
+    out = dict(desired)
+    total = _quantity_int(out.get(C.GPU_RESOURCE))
+    if unhealthy and total and gpus:
+        out[C.GPU_RESOURCE] = str(max(total - unhealthy * (total // gpus), 0))
+    return out
+
+
+def _status_patch(node, product, mig_state, strategy, config, plugin_ok, errors, health=(0, 0)):
+    """Capacity/allocatable merge patch: the plugin's resources while it runs healthy (less the
+    unhealthy GPUs' share in allocatable, ``health`` = (unhealthy, GPUs)), else allocatable 0 for
+    the resources it manages (capacity stays)."""
     capacity = (node.get("status") or {}).get("capacity") or {}
     allocatable = (node.get("status") or {}).get("allocatable") or {}
     if plugin_ok:
@@ -227,7 +261,7 @@ def _status_patch(node, product, mig_state, strategy, config, plugin_ok, errors)
         else:
             desired = {k: str(v) for k, v in resources.items()}
             cap = _patch_map(capacity, desired, gfd.is_managed_resource)
-            alloc = _patch_map(allocatable, desired, gfd.is_managed_resource)
+            alloc = _patch_map(allocatable, _healthy(desired, *health), gfd.is_managed_resource)
             return {k: v for k, v in (("capacity", cap), ("allocatable", alloc)) if v}
     alloc = {k: "0" for k in capacity
              if gfd.is_managed_resource(k) and _quantity_int(allocatable.get(k)) != 0}

@@ -32,6 +32,7 @@ NOT_IN_SITE = {'rbac.yml', 'reset.yml', 'site.yml', 'mig_from_demand.yml',  # mi
                'diagnostics.yml',  # diagnostics: run when a support case needs it
                'uninstall.yml',  # uninstall: removes the stack site.yml installs
                'upgrade.yml',  # upgrade: moves the installed stack to new pinned versions, when asked
+               'gpu_health.yml',  # gpu_health: takes broken GPU nodes out of service, when asked
                'dra.yml'}  # dra: GPUs through Dynamic Resource Allocation, a choice of stack made on purpose
 QUOTA = [{'namespace': 'team-a', 'hard': {'requests.nvidia.com/gpu': 4}}]
 

@@ -196,3 +196,31 @@ def test_component_runs_modes():
     assert dp.component_runs("auto", False, None)
     assert not dp.component_runs("auto", True, None)
     assert not dp.component_runs("always", True, "true", enabled=False)
+
+
+def test_unhealthy_gpus_lower_allocatable_with_one_xid_event_each_until_repaired():
+    n, _plan = converge(node())
+    n["metadata"]["annotations"][C.ANN_UNHEALTHY] = "2"
+    plan = dp.reconcile(n, A100, None, None, "", cfg())
+    assert plan.status == {"allocatable": {"nvidia.com/gpu": "6"}}
+    assert [(e[0], e[1]) for e in plan.events] == [("Warning", "XidCriticalError")] * 2
+    assert plan.events[0][2].startswith("XidCriticalError: Xid=79 on Device=GPU-")
+    assert plan.events[0][2].endswith("; marking device as unhealthy.")
+    n = apply_plan(n, plan)
+    assert gpu(n) == "8" and gpu(n, "allocatable") == "6"
+    assert dp.reconcile(n, A100, None, None, "", cfg()).empty()      # no second event
+    n["metadata"]["annotations"][C.ANN_UNHEALTHY] = "3:48"
+    plan = dp.reconcile(n, A100, None, None, "", cfg())
+    assert [e[2].split(" on ")[0] for e in plan.events] == ["XidCriticalError: Xid=48"]
+    n = apply_plan(n, plan)
+    assert gpu(n, "allocatable") == "5"
+    del n["metadata"]["annotations"][C.ANN_UNHEALTHY]               # repaired
+    n, plan = converge(n)
+    assert gpu(n) == "8" and gpu(n, "allocatable") == "8"
+    assert "unhealthy" not in json.loads(n["metadata"]["annotations"][C.ANN_DP_STATE])
+
+
+def test_unhealthy_gpus_bad_value_is_ignored_and_count_is_capped():
+    assert C.unhealthy_gpus(node(annotations={C.ANN_UNHEALTHY: "x"})) == (0, C.DEFAULT_XID)
+    n, _plan = converge(node(annotations={C.ANN_UNHEALTHY: "20"}))
+    assert gpu(n) == "8" and gpu(n, "allocatable") == "0"

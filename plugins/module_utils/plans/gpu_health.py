@@ -1,0 +1,251 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, gpuops.gpu contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Unhealthy GPU nodes, pure part: which nodes have bad GPUs, and what a policy does to them.
+
+A GPU node is *unhealthy* when, for ``nvidia.com/gpu``, ``nvidia.com/gpu.shared`` or a
+``nvidia.com/mig-*`` resource, ``status.allocatable`` is below ``status.capacity`` (kubelet keeps an
+unhealthy device in capacity only: docs/facts.md#unhealthy-gpus), or when Events naming it with one of
+``event_reasons`` (default ``XidCriticalError``) are newer than ``window_minutes``.
+A node whose device plugin is known not to serve (MIG change pending, device plugin paused or switched off,
+a rollout working on it) is *skipped*: its allocatable is 0 by design.
+
+Policies:
+
+- ``quarantine``: an unhealthy node is cordoned and its GPU pods are moved off (the module drains it);
+  the annotation ``gpuops.gpu/gpu-health`` records ``{"state": "quarantined", "reason", "since",
+  "cordoned", "tainted"}`` (``cordoned``: whether we cordoned it; ``tainted``: whether we added
+  :data:`TAINT`). A node already quarantined is left as it is.
+- ``return``: a node *we* quarantined whose allocatable equals its capacity again is uncordoned (only when
+  we cordoned it), our taint is removed and the annotation says ``{"state": "returned", "since", "reason"}``;
+  XID Events from before the return are not counted again. A node we did not quarantine is never touched.
+
+``now`` is seconds since the epoch (UTC); event times are read as UTC.
+"""
+
+from __future__ import (absolute_import, division, print_function)
+__metaclass__ = type
+
+import calendar
+import copy
+import json
+import re
+
+from ansible_collections.gpuops.gpu.plugins.module_utils.common.names import (
+    ANN_GPU_HEALTH, ANN_ROLLOUT_PHASE, DEPLOY_LABEL_PREFIX, LABEL_MIG_STATE, PAUSED_FOR_MIG)
+from ansible_collections.gpuops.gpu.plugins.module_utils.common.objects import annotations_of, labels_of, meta_of
+from ansible_collections.gpuops.gpu.plugins.module_utils.gpu import node as gn
+
+POLICIES = ('quarantine', 'return')
+DEFAULT_EVENT_REASONS = ('XidCriticalError',)
+TAINT = {'key': 'gpuops.gpu/gpu-unhealthy', 'effect': 'NoSchedule'}
+QUARANTINED = 'quarantined'
+RETURNED = 'returned'
+_TIME = re.compile(r'^(\d{4})-(\d\d)-(\d\d)T(\d\d):(\d\d):(\d\d)')
+
+
+def input_errors(policy, window_minutes, event_reasons, max_nodes):
+    """Every error of the settings, as sentences (empty when they are fine)."""
+    errors = []
+    if policy not in POLICIES:
+        errors.append('policy must be one of %s, not %r' % (', '.join(POLICIES), policy))
+    if not isinstance(window_minutes, int) or isinstance(window_minutes, bool) or window_minutes < 0:
+        errors.append('window_minutes must be a whole number >= 0 (0: Events are not read), not %r'
+                      % (window_minutes,))
+    if not isinstance(event_reasons, (list, tuple)) or not all(
+            isinstance(r, str) and r.strip() for r in event_reasons):
+        errors.append('event_reasons must be a list of Event reasons (non-empty strings), not %r' % (event_reasons,))
+    if not isinstance(max_nodes, int) or isinstance(max_nodes, bool) or max_nodes < 0:
+        errors.append('max_nodes must be a whole number >= 0 (0: no limit), not %r' % (max_nodes,))
+    return errors
+
+
+def epoch_of(stamp):
+    """Seconds since the epoch of a Kubernetes time ('2026-01-02T03:04:05Z', fractions and offsets
+    ignored: the API writes UTC); None when it is not one."""
+    match = _TIME.match(str(stamp or ''))
+    if not match:
+        return None
+    return calendar.timegm(tuple(int(g) for g in match.groups()))
+
+
+def record(node):
+    """Our gpu-health annotation of the node as a dict ({} when absent or unreadable)."""
+    raw = annotations_of(node).get(ANN_GPU_HEALTH)
+    try:
+        value = json.loads(raw) if raw else {}
+    except ValueError:
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
+def _event_time(event):
+    for stamp in (event.get('lastTimestamp'), event.get('eventTime'), event.get('firstTimestamp'),
+                  meta_of(event).get('creationTimestamp')):
+        seconds = epoch_of(stamp)
+        if seconds is not None:
+            return seconds
+    return None
+
+
+def recent_events(events, name, now, window_minutes, reasons, after=None):
+    """The Events on node ``name`` with one of ``reasons`` in the last ``window_minutes`` (and after
+    ``after``, seconds), newest first."""
+    if not window_minutes:
+        return []
+    start = now - window_minutes * 60
+    if after is not None:
+        start = max(start, after)
+    out = []
+    for event in events or []:
+        obj = event.get('involvedObject') or {}
+        if obj.get('kind') != 'Node' or obj.get('name') != name or event.get('reason') not in reasons:
+            continue
+        when = _event_time(event)
+        if when is not None and when >= start:
+            out.append((when, event))
+    return [e for _when, e in sorted(out, key=lambda pair: -pair[0])]
+
+
+def lost_devices(node):
+    """{resource: (allocatable, capacity)} of the GPU resources with allocatable below capacity."""
+    status = node.get('status') or {}
+    capacity = gn.gpu_resources(status.get('capacity'))
+    allocatable = gn.gpu_resources(status.get('allocatable'))
+    return dict((res, (allocatable.get(res, 0), cap)) for res, cap in sorted(capacity.items())
+                if allocatable.get(res, 0) < cap)
+
+
+def skip_reason(node):
+    """Why the node's allocatable says nothing about its GPUs now (None when it does)."""
+    labels = labels_of(node)
+    if labels.get(LABEL_MIG_STATE) == 'pending':
+        return 'MIG change pending (%s=pending)' % LABEL_MIG_STATE
+    plugin = labels.get(DEPLOY_LABEL_PREFIX + 'device-plugin')
+    if plugin in (PAUSED_FOR_MIG, 'false'):
+        return 'device plugin not deployed (%sdevice-plugin=%s)' % (DEPLOY_LABEL_PREFIX, plugin)
+    if annotations_of(node).get(ANN_ROLLOUT_PHASE):
+        return 'a rollout is working on it (%s=%s)' % (ANN_ROLLOUT_PHASE, annotations_of(node)[ANN_ROLLOUT_PHASE])
+    return None
+
+
+def assess(node, events, now, window_minutes=60, event_reasons=DEFAULT_EVENT_REASONS):
+    """{'name', 'unhealthy', 'reasons', 'skipped', 'lost', 'events', 'record'} of one node."""
+    name = meta_of(node).get('name')
+    rec = record(node)
+    after = epoch_of(rec.get('since')) if rec.get('state') == RETURNED else None
+    lost = lost_devices(node)
+    xids = recent_events(events, name, now, window_minutes, event_reasons, after)
+    reasons = ['%s allocatable %d < capacity %d' % (res, alloc, cap) for res, (alloc, cap) in lost.items()]
+    if xids:
+        reasons.append('%d %s Event(s) in the last %d min, newest: %s' % (
+            len(xids), '/'.join(sorted(set(e.get('reason') for e in xids))), window_minutes,
+            (xids[0].get('message') or '').strip()[:200]))
+    skipped = skip_reason(node)
+    return {'name': name, 'unhealthy': bool(reasons) and not skipped, 'reasons': reasons, 'skipped': skipped,
+            'lost': dict((k, {'allocatable': a, 'capacity': c}) for k, (a, c) in lost.items()),
+            'events': len(xids), 'record': rec}
+
+
+def node_view(node):
+    """What the plan may change on a node: cordon, our annotation, taints (for --diff)."""
+    spec = node.get('spec') or {}
+    return {'unschedulable': bool(spec.get('unschedulable')), 'annotation': annotations_of(node).get(ANN_GPU_HEALTH),
+            'taints': copy.deepcopy(spec.get('taints') or [])}
+
+
+def _has_taint(taints):
+    return any(t.get('key') == TAINT['key'] and t.get('effect') == TAINT['effect'] for t in taints)
+
+
+def _quarantine(node, info, now_iso, taint):
+    before = node_view(node)
+    after = copy.deepcopy(before)
+    rec = info['record']
+    if rec.get('state') == QUARANTINED:
+        if taint and not _has_taint(after['taints']):
+            after['taints'].append(dict(TAINT))
+            rec = dict(rec, tainted=True)
+            after['annotation'] = json.dumps(rec, sort_keys=True)
+        return before, after
+    rec = {'state': QUARANTINED, 'reason': '; '.join(info['reasons']), 'since': now_iso,
+           'cordoned': not before['unschedulable'], 'tainted': bool(taint and not _has_taint(before['taints']))}
+    after['unschedulable'] = True
+    after['annotation'] = json.dumps(rec, sort_keys=True)
+    if rec['tainted']:
+        after['taints'].append(dict(TAINT))
+    return before, after
+
+
+def _return(node, info, now_iso):
+    before = node_view(node)
+    after = copy.deepcopy(before)
+    rec = info['record']
+    if rec.get('cordoned'):
+        after['unschedulable'] = False
+    if rec.get('tainted'):
+        after['taints'] = [t for t in after['taints']
+                           if not (t.get('key') == TAINT['key'] and t.get('effect') == TAINT['effect'])]
+    after['annotation'] = json.dumps({'state': RETURNED, 'since': now_iso, 'reason': rec.get('reason', '')},
+                                     sort_keys=True)
+    return before, after
+
+
+def _returnable(info):
+    return info['record'].get('state') == QUARANTINED and not info['lost'] and not info['skipped']
+
+
+def plan(nodes, events, policy, now, now_iso, window_minutes=60, event_reasons=DEFAULT_EVENT_REASONS,
+         taint=False, max_nodes=0):
+    """The plan for the GPU nodes among ``nodes``: {'policy', 'nodes': [assessments], 'actions': [{'node',
+    'action', 'reason', 'before', 'after', 'changed'}], 'unhealthy', 'skipped', 'quarantined'}. Raises
+    ValueError with every input error, or when ``max_nodes`` (> 0) new quarantines would be exceeded."""
+    errors = input_errors(policy, window_minutes, event_reasons, max_nodes)
+    if errors:
+        raise ValueError('; '.join(errors))
+    infos, actions = [], []
+    by_name = {}
+    for node in sorted((n for n in nodes if gn.is_gpu_node(n)), key=lambda n: meta_of(n).get('name') or ''):
+        info = assess(node, events, now, window_minutes, tuple(event_reasons))
+        infos.append(info)
+        by_name[info['name']] = node
+    for info in infos:
+        node = by_name[info['name']]
+        if policy == 'quarantine' and info['unhealthy']:
+            before, after = _quarantine(node, info, now_iso, taint)
+            actions.append(_action(info, 'quarantine', '; '.join(info['reasons']), before, after))
+        elif policy == 'return' and _returnable(info):
+            before, after = _return(node, info, now_iso)
+            actions.append(_action(info, 'return', 'allocatable equals capacity again', before, after))
+    states = dict((i['name'], i['record'].get('state')) for i in infos)
+    new = [a['node'] for a in actions if a['action'] == 'quarantine' and states[a['node']] != QUARANTINED]
+    if max_nodes and len(new) > max_nodes:
+        raise ValueError('%d GPU nodes would be quarantined (%s), more than max_nodes %d: a cause shared by '
+                         'many nodes (device plugin config, driver) is more likely than broken GPUs; fix it or '
+                         'raise max_nodes' % (len(new), ', '.join(new), max_nodes))
+    return {'policy': policy, 'nodes': infos, 'actions': actions,
+            'unhealthy': [i['name'] for i in infos if i['unhealthy']],
+            'skipped': dict((i['name'], i['skipped']) for i in infos if i['skipped']),
+            'quarantined': [i['name'] for i in infos if i['record'].get('state') == QUARANTINED]}
+
+
+def _action(info, action, reason, before, after):
+    return {'node': info['name'], 'action': action, 'reason': reason, 'before': before, 'after': after,
+            'changed': before != after}
+
+
+def node_patch(action):
+    """The merge patch that turns the action's ``before`` into its ``after`` (None when nothing changes)."""
+    before, after = action['before'], action['after']
+    if before == after:
+        return None
+    patch = {'metadata': {'annotations': {ANN_GPU_HEALTH: after['annotation']}}}
+    spec = {}
+    if before['unschedulable'] != after['unschedulable']:
+        spec['unschedulable'] = after['unschedulable'] or None
+    if before['taints'] != after['taints']:
+        spec['taints'] = after['taints'] or None
+    if spec:
+        patch['spec'] = spec
+    return patch

@@ -1,0 +1,155 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, gpuops.gpu contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""gpuops.gpu.gpu_health against the cluster: read the GPU nodes (and the Node Events when
+``window_minutes`` > 0), plan with plans/gpu_health.py, then write each node's change as one merge
+patch (cordon, the gpu-health annotation, our taint; resourceVersion-guarded when the taints change)
+and, with policy ``quarantine``, move the GPU pods off every quarantined node with the rollout
+engine's drain (rollout/drain.py: Eviction API, PodDisruptionBudgets honoured, ``force`` only past
+``drain_timeout``). Check mode reads only: the plan, the pods that would be evicted and the
+PodDisruptionBudgets that would block them."""
+
+from __future__ import (absolute_import, division, print_function)
+__metaclass__ = type
+
+import time
+
+from ansible_collections.gpuops.gpu.plugins.module_utils.common.errors import GpuOpsError, InputError
+from ansible_collections.gpuops.gpu.plugins.module_utils.common.objects import meta_of
+from ansible_collections.gpuops.gpu.plugins.module_utils.k8s.runner import ModuleRun
+from ansible_collections.gpuops.gpu.plugins.module_utils.plans import gpu_health as gh
+from ansible_collections.gpuops.gpu.plugins.module_utils.rollout import drain as dr
+from ansible_collections.gpuops.gpu.plugins.module_utils.rollout.api import RolloutApi, now_iso
+
+
+def _pod_ref(pod):
+    return '%s/%s' % (meta_of(pod).get('namespace'), meta_of(pod).get('name'))
+
+
+class GpuHealthRun(ModuleRun):
+    """One run of the module: reads, the plan, the writes and the drains."""
+
+    def __init__(self, conn, params, check_mode, **kwargs):
+        super(GpuHealthRun, self).__init__(conn, params, check_mode, **kwargs)
+        self.api = RolloutApi(conn)
+
+    def read(self):
+        nodes = self.conn.call(self.conn.core.list_node, label_selector=self.params['label_selector']).get('items', [])
+        names = set(self.params['nodes'] or [])
+        missing = names - set(meta_of(n).get('name') for n in nodes)
+        if missing:
+            raise InputError('node(s) %s: not found among the nodes of label_selector %r'
+                             % (', '.join(sorted(missing)), self.params['label_selector']))
+        if names:
+            nodes = [n for n in nodes if meta_of(n).get('name') in names]
+        events = []
+        if self.params['window_minutes']:
+            events = self.conn.call(self.conn.core.list_event_for_all_namespaces,
+                                    field_selector='involvedObject.kind=Node').get('items', [])
+        return nodes, events
+
+    def plan(self, nodes, events):
+        p = self.params
+        try:
+            return gh.plan(nodes, events, p['policy'], time.time(), now_iso(), p['window_minutes'],
+                           p['event_reasons'], p['taint'], p['max_nodes'])
+        except ValueError as exc:
+            raise InputError(str(exc))
+
+    def pods_to_move(self, name, pdbs):
+        """(refs of the GPU pods the drain would evict, {ref: blocking PDBs})."""
+        pods = dr.selected_pods(self.api.node_pods(name), self.params['pod_selector'])
+        blocking = dict((_pod_ref(p), dr.blocking_pdbs(p, pdbs)) for p in pods)
+        return [_pod_ref(p) for p in pods], dict((k, v) for k, v in blocking.items() if v)
+
+    def write(self, action, node):
+        patch = gh.node_patch(action)
+        if patch is None:
+            return False
+        if 'taints' in (patch.get('spec') or {}):
+            patch['metadata']['resourceVersion'] = meta_of(node).get('resourceVersion')
+        self.api.patch_node(action['node'], patch)
+        words = 'quarantined: %s' % action['reason'] if action['action'] == 'quarantine' else 'returned to service'
+        self.api.event(node, 'GpuopsGpuHealth', 'gpu_health %s' % words, warning=action['action'] == 'quarantine')
+        return True
+
+    def drain(self, node):
+        """Move the GPU pods off; (evicted refs, failure or None)."""
+        opts = dict((k, self.params[k]) for k in ('drain_timeout', 'grace_period', 'force', 'pod_selector'))
+        st = {'evicted': [], 'changed': False}
+        deadline = self.waiter.deadline(opts['drain_timeout'])
+        while True:
+            done, failure = dr.drain(self.api, node, st, deadline, opts)
+            if done or failure:
+                return st['evicted'], failure
+            self.waiter.pause()
+
+
+def _input_errors(params):
+    errors = []
+    if params['drain_timeout'] < 0:
+        errors.append('drain_timeout must be >= 0 seconds, not %s' % params['drain_timeout'])
+    if params['grace_period'] is not None and params['grace_period'] < 0:
+        errors.append('grace_period must be >= 0 seconds, not %s' % params['grace_period'])
+    if params['poll_interval'] <= 0:
+        errors.append('poll_interval must be > 0 seconds, not %s' % params['poll_interval'])
+    return errors + gh.input_errors(params['policy'], params['window_minutes'], params['event_reasons'],
+                                    params['max_nodes'])
+
+
+def _entry(action, plan_info):
+    out = dict((k, action[k]) for k in ('node', 'action', 'reason', 'changed'))
+    out.update(plan_info)
+    return out
+
+
+def run(conn, params, check_mode):
+    errors = _input_errors(params)
+    if errors:
+        raise InputError('; '.join(errors))
+    job = GpuHealthRun(conn, params, check_mode)
+    nodes, events = job.read()
+    plan = job.plan(nodes, events)
+    by_name = dict((meta_of(n).get('name'), n) for n in nodes)
+    drained = set(plan['quarantined']) | set(a['node'] for a in plan['actions'] if a['action'] == 'quarantine')
+    if params['policy'] != 'quarantine' or not params['drain']:
+        drained = set()
+    pdbs = job.api.list_pdbs() if drained else []
+    moves = dict((name, job.pods_to_move(name, pdbs)) for name in sorted(drained))
+    result = {'policy': params['policy'], 'unhealthy': plan['unhealthy'], 'skipped': plan['skipped'],
+              'nodes': [dict((k, i[k]) for k in ('name', 'unhealthy', 'reasons', 'skipped', 'lost', 'events'))
+                        for i in plan['nodes']], 'actions': [], 'failed': {}}
+    result['diff'] = {'before': dict((a['node'], a['before']) for a in plan['actions'] if a['changed']),
+                      'after': dict((a['node'], a['after']) for a in plan['actions'] if a['changed'])}
+    if check_mode:
+        for action in plan['actions']:
+            pods, blocking = moves.get(action['node'], ([], {}))
+            result['actions'].append(_entry(action, {'would_evict': pods, 'blocking_pdbs': blocking}))
+        result['changed'] = any(a['changed'] for a in plan['actions']) or any(m[0] for m in moves.values())
+        return result
+    return _apply(job, plan, by_name, moves, result)
+
+
+def _apply(job, plan, by_name, moves, result):
+    changed = False
+    for action in plan['actions']:
+        changed = job.write(action, by_name[action['node']]) or changed
+        result['actions'].append(_entry(action, {}))
+    evicted = {}
+    for name in sorted(moves):
+        if not moves[name][0]:
+            continue
+        evicted[name], failure = job.drain(by_name[name])
+        changed = changed or bool(evicted[name])
+        if failure:
+            result['failed'][name] = failure
+    for entry in result['actions']:
+        entry['evicted'] = evicted.get(entry['node'], [])
+    result['evicted'] = evicted
+    result['changed'] = changed
+    result['warnings'] = list(job.api.warnings)
+    if result['failed']:
+        raise GpuOpsError('could not move the GPU pods off %s' % '; '.join(
+            '%s: %s' % item for item in sorted(result['failed'].items())), dict(result, changed=changed))
+    return result

@@ -1,0 +1,189 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, gpuops.gpu contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import (absolute_import, division, print_function)
+__metaclass__ = type
+
+DOCUMENTATION = r'''
+module: gpu_health
+short_description: Take GPU nodes with unhealthy GPUs out of service, and return them once repaired
+version_added: 0.1.0
+author:
+  - gpuops.gpu contributors (@gpuops)
+description:
+  - Finds the GPU nodes whose GPUs are unhealthy, that is, where C(status.allocatable) is below C(status.capacity)
+    for C(nvidia.com/gpu), C(nvidia.com/gpu.shared) or a C(nvidia.com/mig-*) resource (the NVIDIA device plugin
+    marks a device unhealthy after a critical XID error and kubelet then keeps it out of allocatable), or that have
+    Events with one of O(event_reasons) newer than O(window_minutes).
+  - Nodes whose device plugin is not serving on purpose (MIG change pending, device plugin paused or switched
+    off, a MIG or sharing rollout working on the node) are skipped and listed with the reason.
+  - With O(policy=quarantine), cordons every unhealthy node, records why and since when in the annotation
+    C(gpuops.gpu/gpu-health), optionally adds the taint C(gpuops.gpu/gpu-unhealthy:NoSchedule) (O(taint)), and
+    moves its GPU pods off through the Eviction API (PodDisruptionBudgets honoured), as the MIG and sharing
+    rollouts do. A node already quarantined is not changed again; GPU pods still on it are moved off.
+  - With O(policy=return), a node this module quarantined whose allocatable equals its capacity again is
+    uncordoned (only when this module cordoned it), its taint removed, and the annotation records the return;
+    XID Events from before the return are not counted again. Nodes this module did not quarantine are never
+    uncordoned.
+  - Every input is checked, and every node read, before the first write.
+extends_documentation_fragment: [kubernetes.core.k8s_auth_options, gpuops.gpu.auth]
+attributes:
+  check_mode:
+    support: full
+    details: Returns the plan, the GPU pods that would be evicted and the PodDisruptionBudgets that would block.
+  diff_mode:
+    support: full
+    details: Cordon state, the C(gpuops.gpu/gpu-health) annotation and the taints of every node that changes.
+options:
+  policy:
+    description: V(quarantine) takes unhealthy nodes out of service, V(return) brings repaired ones back.
+    type: str
+    choices: [quarantine, return]
+    default: quarantine
+  label_selector:
+    description: The GPU nodes to look at.
+    type: str
+    default: nvidia.com/gpu.present=true
+  nodes:
+    description: Only these nodes (among those of O(label_selector)); a name not found fails before any write.
+    type: list
+    elements: str
+    default: []
+  window_minutes:
+    description: How far back Node Events with one of O(event_reasons) count; V(0) does not read Events.
+    type: int
+    default: 60
+  event_reasons:
+    description: The Event reasons that mean a GPU error on the node (for example from a node problem detector).
+    type: list
+    elements: str
+    default: [XidCriticalError]
+  taint:
+    description:
+      - Also add the taint C(gpuops.gpu/gpu-unhealthy:NoSchedule) to a quarantined node (removed on return).
+      - Needs an account that may change node taints (the install account; the rollout account may only cordon).
+    type: bool
+    default: false
+  drain:
+    description: Move the GPU pods off quarantined nodes.
+    type: bool
+    default: true
+  pod_selector:
+    description: Also move the other pods with these labels (equality) off.
+    type: dict
+  drain_timeout:
+    description: Seconds to wait for the GPU pods to leave a node; past it a blocked eviction fails the node.
+    type: int
+    default: 300
+  grace_period:
+    description: Grace period in seconds for the evicted pods (default theirs).
+    type: int
+  force:
+    description: Delete the pods a PodDisruptionBudget still blocks after O(drain_timeout).
+    type: bool
+    default: false
+  max_nodes:
+    description:
+      - Refuse (before any write) when more than this many nodes would be newly quarantined; many nodes at once
+        points at a shared cause (device plugin config, driver) rather than broken GPUs. V(0) means no limit.
+    type: int
+    default: 5
+  poll_interval:
+    description: Seconds between checks while pods leave a node.
+    type: float
+    default: 2
+notes:
+  - Needs RBAC C(list) and C(patch) on C(nodes), C(list) on C(pods), C(poddisruptionbudgets) and C(events),
+    C(create) on C(pods/eviction) and C(events) (the rollout ClusterRole C(gpuops-gpu-rollout) grants this; its
+    admission policy admits the C(gpuops.gpu/gpu-health) annotation and the cordon).
+seealso:
+  - module: gpuops.gpu.mig_rollout
+'''
+
+EXAMPLES = r'''
+- name: Plan only (check mode shows the nodes, the reasons and the pods that would move)
+  gpuops.gpu.gpu_health:
+    policy: quarantine
+  check_mode: true
+
+- name: Take the nodes with unhealthy GPUs out of service
+  gpuops.gpu.gpu_health:
+    policy: quarantine
+    drain_timeout: 600
+
+- name: Bring the repaired nodes back
+  gpuops.gpu.gpu_health:
+    policy: return
+'''
+
+RETURN = r'''
+policy:
+  description: The policy applied.
+  returned: always
+  type: str
+  sample: quarantine
+unhealthy:
+  description: The nodes found unhealthy now.
+  returned: always
+  type: list
+  elements: str
+  sample: [a100-0]
+skipped:
+  description: Nodes not judged, with the reason (their device plugin is not serving on purpose).
+  returned: always
+  type: dict
+  sample: {a100-1: "MIG change pending (nvidia.com/mig.config.state=pending)"}
+nodes:
+  description: Every GPU node looked at, with C(unhealthy), C(reasons), C(skipped), C(lost) (per resource its
+    C(allocatable) and C(capacity)) and C(events) (the number of recent error Events).
+  returned: always
+  type: list
+  elements: dict
+actions:
+  description:
+    - One entry per node the policy acts on, with C(node), C(action) (V(quarantine) or V(return)), C(reason),
+      C(changed); in check mode C(would_evict) and C(blocking_pdbs), else C(evicted).
+  returned: always
+  type: list
+  elements: dict
+  sample: [{"node": "a100-0", "action": "quarantine", "reason": "nvidia.com/gpu allocatable 7 < capacity 8",
+            "changed": true, "evicted": ["team-a/train-0"]}]
+evicted:
+  description: Per node, the pods evicted (not in check mode).
+  returned: success and not check mode
+  type: dict
+  sample: {a100-0: ["team-a/train-0"]}
+failed:
+  description: Per node, why its GPU pods could not be moved off.
+  returned: always
+  type: dict
+  sample: {}
+'''
+
+from ansible_collections.gpuops.gpu.plugins.module_utils.k8s.runner import argument_spec, gpu_module, run_module
+from ansible_collections.gpuops.gpu.plugins.module_utils.plans.gpu_health import DEFAULT_EVENT_REASONS, POLICIES
+from ansible_collections.gpuops.gpu.plugins.module_utils.rollout.gpu_health import run
+
+
+def main():
+    run_module(gpu_module(argument_spec=argument_spec(
+        policy=dict(type='str', choices=list(POLICIES), default='quarantine'),
+        label_selector=dict(type='str', default='nvidia.com/gpu.present=true'),
+        nodes=dict(type='list', elements='str', default=[]),
+        window_minutes=dict(type='int', default=60),
+        event_reasons=dict(type='list', elements='str', default=list(DEFAULT_EVENT_REASONS)),
+        taint=dict(type='bool', default=False),
+        drain=dict(type='bool', default=True),
+        pod_selector=dict(type='dict'),
+        drain_timeout=dict(type='int', default=300),
+        grace_period=dict(type='int'),
+        force=dict(type='bool', default=False),
+        max_nodes=dict(type='int', default=5),
+        poll_interval=dict(type='float', default=2),
+    )), run)
+
+
+if __name__ == '__main__':
+    main()
