@@ -27,6 +27,12 @@ description:
     uncordoned (only when this module cordoned it), its taint removed, and the annotation records the return;
     XID Events from before the return are not counted again. Nodes this module did not quarantine are never
     uncordoned.
+  - A run with something to write takes the rollout lock first, the Lease C(gpuops-gpu-rollout) that MIG and sharing
+    rollouts, the reset role and the HAMi removal hold, so that it never cordons, drains or returns nodes while
+    another of them changes nodes; when another run holds it, the module fails before any write, naming that run,
+    its purpose, its nodes and since when (or waits O(lock_timeout) for it). It then reads the nodes and plans again
+    under the lock, and releases it at the end, also on failure. Check mode and a run with nothing to write never
+    take it (check mode reports it as RV(lock)).
   - Every input is checked, and every node read, before the first write.
 extends_documentation_fragment: [kubernetes.core.k8s_auth_options, gpuops.gpu.auth]
 attributes:
@@ -94,12 +100,42 @@ options:
     description: Seconds between checks while pods leave a node.
     type: float
     default: 2
+  lock_timeout:
+    description:
+      - Seconds to wait for the rollout lock while another run holds it (0 to 604800). V(0) fails at once, naming who
+        holds it, for what, on which nodes and since when; nothing is written.
+    type: int
+    default: 0
+  lock_duration:
+    description:
+      - Seconds the lock's lease stays valid without renewal (10 to 604800); it is renewed every quarter of that while
+        the module runs, and every node patch and eviction first proves the lease is still this run's (a run cut off
+        past its lease stops before its next write).
+    type: int
+    default: 120
+  lock_holder:
+    description:
+      - Run under a lock already taken with M(gpuops.gpu.rollout_lock) (the holder it returned); it is checked and renewed,
+        neither taken nor released. Fails at once when that holder does not hold it.
+    type: str
+  lock_namespace:
+    description: Namespace of the lock's Lease, whatever the ClusterPolicy says (see O(operator_namespace)).
+    type: str
+  operator_namespace:
+    description:
+      - Where the rollout lock lives when no ClusterPolicy reports the GPU operator's namespace (C(status.namespace),
+        which wins, so that every run meets at one lock).
+    type: str
+    default: nvidia-gpu-operator
 notes:
   - Needs RBAC C(list) and C(patch) on C(nodes), C(list) on C(pods), C(poddisruptionbudgets) and C(events),
-    C(create) on C(pods/eviction) and C(events) (the rollout ClusterRole C(gpuops-gpu-rollout) grants this; its
-    admission policy admits the C(gpuops.gpu/gpu-health) annotation and the cordon).
+    C(create) on C(pods/eviction) and C(events), C(get), C(create), C(update) and C(delete) on the
+    C(coordination.k8s.io) Lease C(gpuops-gpu-rollout) in the GPU operator namespace, C(list) on ClusterPolicies
+    (the rollout ClusterRole and Role C(gpuops-gpu-rollout) grant this; its admission policy admits the C(gpuops.gpu/gpu-health) annotation and the
+    cordon).
 seealso:
   - module: gpuops.gpu.mig_rollout
+  - module: gpuops.gpu.rollout_lock
 '''
 
 EXAMPLES = r'''
@@ -160,6 +196,14 @@ failed:
   returned: always
   type: dict
   sample: {}
+lock:
+  description:
+    - The rollout lock as check mode found it (one read, nothing written), with C(state) (V(free), V(held) by another
+      run, V(stale), V(ours) with O(lock_holder), or V(unknown) when it could not be read, with C(error)),
+      C(holder), C(who), C(purpose), C(nodes), C(since) and C(lease) (namespace/name).
+  returned: check mode
+  type: dict
+  sample: {"state": "free", "lease": "gpu-operator/gpuops-gpu-rollout"}
 '''
 
 from ansible_collections.gpuops.gpu.plugins.module_utils.k8s.runner import argument_spec, gpu_module, run_module
@@ -182,6 +226,11 @@ def main():
         force=dict(type='bool', default=False),
         max_nodes=dict(type='int', default=5),
         poll_interval=dict(type='float', default=2),
+        lock_timeout=dict(type='int', default=0),
+        lock_duration=dict(type='int', default=120),
+        lock_holder=dict(type='str'),
+        lock_namespace=dict(type='str'),
+        operator_namespace=dict(type='str', default='nvidia-gpu-operator'),
     )), run)
 
 

@@ -2,10 +2,15 @@
 marks one of a100-0's GPUs unhealthy (gpusim.gpuops.dev/unhealthy-gpus: allocatable drops below capacity, an
 XidCriticalError Event), and the gpu_health role takes exactly that node out of service (check mode plans it,
 apply cordons it, records the reason and moves its GPU pod off; t4-0 and its pod stay as they are; a second run
-changes nothing), then, after the simulated repair, returns it to service. Nothing else on any node changes."""
+changes nothing), then, after the simulated repair, returns it to service. Nothing else on any node changes.
+While another run (a MIG rollout) holds the rollout lock, the quarantine is refused before any write, naming that
+run and its purpose; check mode still plans and reports the lock; the lock is released after the apply."""
 
+import datetime
 import json
 import os
+
+from kubernetes import client
 
 from ansible_run import changed_tasks, facts_diff, node_facts, run_role
 from conftest import REPO, create_namespace, gpu_pod, wait_until
@@ -16,6 +21,7 @@ UNHEALTHY = 'gpusim.gpuops.dev/unhealthy-gpus'
 ANN = 'gpuops.gpu/gpu-health'
 TASK = 'Find the GPU nodes with unhealthy GPUs and apply the policy'
 GPU = 'nvidia.com/gpu'
+LEASE = 'gpuops-gpu-rollout'
 
 
 def allocatable(core, name):
@@ -27,12 +33,33 @@ def pods(core, ns):
                   if not p.metadata.deletion_timestamp)
 
 
-def health(testbed, policy, check=False):
+def health(testbed, policy, check=False, fails=False, **variables):
     """(the module's result, every task's result) of one run of the role."""
-    rc, results, raw = run_role(testbed.kubeconfig, 'gpu_health', {'gpu_health_policy': policy}, check=check,
-                                diff=True)
-    assert rc == 0, raw[-4000:]
+    variables.update(gpu_health_policy=policy,
+                     gpu_health_operator_namespace=testbed.config['cluster'].get('operator_namespace'))
+    rc, results, raw = run_role(testbed.kubeconfig, 'gpu_health', variables, check=check, diff=True)
+    assert (rc != 0) == fails, raw[-4000:]
     return results[TASK], results
+
+
+def hold_lock(coordination, ns, holder):
+    """Another run (a MIG rollout on both nodes) holds the rollout lock now, for ten minutes."""
+    now = datetime.datetime.now(datetime.timezone.utc)
+    return coordination.create_namespaced_lease(ns, client.V1Lease(
+        metadata=client.V1ObjectMeta(name=LEASE, annotations={
+            'gpuops.gpu/lock-purpose': 'mig_rollout of 2 node(s)', 'gpuops.gpu/lock-nodes': '%s,%s' % (BAD, GOOD),
+            'gpuops.gpu/lock-who': 'ops@ctl pid 7'}),
+        spec=client.V1LeaseSpec(holder_identity=holder, lease_duration_seconds=600, acquire_time=now,
+                                renew_time=now)))
+
+
+def lease_of(coordination, ns):
+    try:
+        return coordination.read_namespaced_lease(LEASE, ns)
+    except client.exceptions.ApiException as exc:
+        if exc.status == 404:
+            return None
+        raise
 
 
 def other_changes(core, before):
@@ -41,7 +68,9 @@ def other_changes(core, before):
     return diff if len(diff) == 1 else None
 
 
-def test_unhealthy_gpu_node_is_quarantined_then_returned_and_nothing_else_changes(testbed, core):
+def test_unhealthy_gpu_node_is_quarantined_then_returned_and_nothing_else_changes(testbed, core, api_client,
+                                                                                 operator_ns):
+    coordination = client.CoordinationV1Api(api_client)
     wait_until('GPUs advertised', lambda: allocatable(core, BAD) == '8' and allocatable(core, GOOD) == '1', 120)
     ns = create_namespace(core, 'gpu-health-it')
     core.create_namespaced_pod(ns, gpu_pod('train', BAD))
@@ -58,11 +87,27 @@ def test_unhealthy_gpu_node_is_quarantined_then_returned_and_nothing_else_change
     assert (action['node'], action['action'], action['would_evict']) == (BAD, 'quarantine', [ns + '/train'])
     assert 'nvidia.com/gpu allocatable 7 < capacity 8' in action['reason']
     assert sorted(plan['diff']['after']) == [BAD] and plan['diff']['after'][BAD]['unschedulable'] is True
+    assert plan['lock']['state'] == 'free' and plan['lock']['lease'] == '%s/%s' % (operator_ns, LEASE)
     assert facts_diff(before, node_facts(core)) == [], 'check mode wrote'
+
+    # a MIG rollout holds the rollout lock: refused before any write, naming it; check mode still plans
+    version = hold_lock(coordination, operator_ns, 'mig-run-7').metadata.resource_version
+    try:
+        refused = health(testbed, 'quarantine', fails=True)[0]
+        for words in ('holds the rollout lock', 'mig_rollout of 2 node(s)', 'ops@ctl pid 7', 'mig-run-7',
+                      'nothing was changed'):
+            assert words in refused['msg'], refused['msg']
+        assert refused['changed'] is False and facts_diff(before, node_facts(core)) == []
+        held = health(testbed, 'quarantine', check=True)[0]
+        assert held['lock']['state'] == 'held' and held['unhealthy'] == [BAD]
+        assert lease_of(coordination, operator_ns).metadata.resource_version == version, 'the lock was written'
+    finally:
+        coordination.delete_namespaced_lease(LEASE, operator_ns)
 
     applied = health(testbed, 'quarantine')[0]
     assert applied['changed'] and applied['evicted'] == {BAD: [ns + '/train']}
     assert pods(core, ns) == [('serve', GOOD)]
+    assert lease_of(coordination, operator_ns) is None, 'the rollout lock was not released'
     record = json.loads(core.read_node(BAD).metadata.annotations[ANN])
     assert record['state'] == 'quarantined' and record['cordoned'] is True and record['since']
     assert 'nvidia.com/gpu allocatable 7 < capacity 8' in record['reason']

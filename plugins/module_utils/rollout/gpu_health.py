@@ -8,7 +8,14 @@ patch (cordon, the gpu-health annotation, our taint; resourceVersion-guarded whe
 and, with policy ``quarantine``, move the GPU pods off every quarantined node with the rollout
 engine's drain (rollout/drain.py: Eviction API, PodDisruptionBudgets honoured, ``force`` only past
 ``drain_timeout``). Check mode reads only: the plan, the pods that would be evicted and the
-PodDisruptionBudgets that would block them."""
+PodDisruptionBudgets that would block them, and the rollout lock's state.
+
+The rollout lock (rollout/lock.py, the Lease ``gpuops-gpu-rollout`` that MIG and sharing rollouts, reset and
+the HAMi removal hold): a run with something to write (a node patch or a GPU pod to move) takes it first
+(``lock_timeout`` seconds of waiting, 0: refused at once naming the holder and its purpose; ``lock_holder``:
+joined, neither taken nor released), reads the nodes and plans again under it (the run it waited for may have
+changed them), and fences every node patch and eviction with it. A run with nothing to write, and check mode,
+never take it."""
 
 from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
@@ -21,6 +28,8 @@ from ansible_collections.gpuops.gpu.plugins.module_utils.k8s.runner import Modul
 from ansible_collections.gpuops.gpu.plugins.module_utils.plans import gpu_health as gh
 from ansible_collections.gpuops.gpu.plugins.module_utils.rollout import drain as dr
 from ansible_collections.gpuops.gpu.plugins.module_utils.rollout.api import RolloutApi, now_iso
+from ansible_collections.gpuops.gpu.plugins.module_utils.rollout.lock import LockLost, RolloutLock
+from ansible_collections.gpuops.gpu.plugins.module_utils.common.lease import MAX_DURATION, describe
 
 
 def _pod_ref(pod):
@@ -94,6 +103,10 @@ def _input_errors(params):
         errors.append('grace_period must be >= 0 seconds, not %s' % params['grace_period'])
     if params['poll_interval'] <= 0:
         errors.append('poll_interval must be > 0 seconds, not %s' % params['poll_interval'])
+    if not 0 <= params['lock_timeout'] <= 7 * 24 * 3600:
+        errors.append('lock_timeout must be between 0 and 604800 seconds (one week), not %s' % params['lock_timeout'])
+    if not 10 <= params['lock_duration'] <= MAX_DURATION:
+        errors.append('lock_duration must be between 10 and %s seconds, not %s' % (MAX_DURATION, params['lock_duration']))
     return errors + gh.input_errors(params['policy'], params['window_minutes'], params['event_reasons'],
                                     params['max_nodes'])
 
@@ -104,6 +117,35 @@ def _entry(action, plan_info):
     return out
 
 
+def _moves(job, plan):
+    """{node: (pods the drain would evict, {pod: blocking PDBs})} of the nodes to drain."""
+    drained = set(plan['quarantined']) | set(a['node'] for a in plan['actions'] if a['action'] == 'quarantine')
+    if job.params['policy'] != 'quarantine' or not job.params['drain']:
+        drained = set()
+    pdbs = job.api.list_pdbs() if drained else []
+    return dict((name, job.pods_to_move(name, pdbs)) for name in sorted(drained))
+
+
+def _result(params, plan):
+    result = {'policy': params['policy'], 'unhealthy': plan['unhealthy'], 'skipped': plan['skipped'],
+              'nodes': [dict((k, i[k]) for k in ('name', 'unhealthy', 'reasons', 'skipped', 'lost', 'events'))
+                        for i in plan['nodes']], 'actions': [], 'failed': {}}
+    result['diff'] = {'before': dict((a['node'], a['before']) for a in plan['actions'] if a['changed']),
+                      'after': dict((a['node'], a['after']) for a in plan['actions'] if a['changed'])}
+    return result
+
+
+def _work(plan, moves):
+    """The nodes this run writes to (a patch, or GPU pods to move), sorted."""
+    return sorted(set(a['node'] for a in plan['actions'] if a['changed']) |
+                  set(name for name, (pods, _blocking) in moves.items() if pods))
+
+
+def _lock(job, work):
+    return RolloutLock.for_rollout(job.conn, job.params, 'gpu_health %s of %d node(s)' % (job.params['policy'], len(work)),
+                                   work)
+
+
 def run(conn, params, check_mode):
     errors = _input_errors(params)
     if errors:
@@ -111,44 +153,68 @@ def run(conn, params, check_mode):
     job = GpuHealthRun(conn, params, check_mode)
     nodes, events = job.read()
     plan = job.plan(nodes, events)
-    by_name = dict((meta_of(n).get('name'), n) for n in nodes)
-    drained = set(plan['quarantined']) | set(a['node'] for a in plan['actions'] if a['action'] == 'quarantine')
-    if params['policy'] != 'quarantine' or not params['drain']:
-        drained = set()
-    pdbs = job.api.list_pdbs() if drained else []
-    moves = dict((name, job.pods_to_move(name, pdbs)) for name in sorted(drained))
-    result = {'policy': params['policy'], 'unhealthy': plan['unhealthy'], 'skipped': plan['skipped'],
-              'nodes': [dict((k, i[k]) for k in ('name', 'unhealthy', 'reasons', 'skipped', 'lost', 'events'))
-                        for i in plan['nodes']], 'actions': [], 'failed': {}}
-    result['diff'] = {'before': dict((a['node'], a['before']) for a in plan['actions'] if a['changed']),
-                      'after': dict((a['node'], a['after']) for a in plan['actions'] if a['changed'])}
+    moves = _moves(job, plan)
+    work = _work(plan, moves)
     if check_mode:
+        result = _result(params, plan)
         for action in plan['actions']:
             pods, blocking = moves.get(action['node'], ([], {}))
             result['actions'].append(_entry(action, {'would_evict': pods, 'blocking_pdbs': blocking}))
-        result['changed'] = any(a['changed'] for a in plan['actions']) or any(m[0] for m in moves.values())
+        result['changed'] = bool(work)
+        result['lock'] = _lock(job, work).status()
+        result['warnings'] = list(job.api.warnings)
+        if work and result['lock']['state'] == 'held':
+            result['warnings'].append('check mode: the rollout lock is held by %s; a real run would wait lock_timeout '
+                                  '(%ss) for it, then fail' % (describe(result['lock']), params['lock_timeout']))
         return result
-    return _apply(job, plan, by_name, moves, result)
+    if not work:  # nothing to write: no lock (and no read of where it is)
+        result = _result(params, plan)
+        result['actions'] = [_entry(action, {'evicted': []}) for action in plan['actions']]
+        result.update(evicted={}, changed=False, warnings=list(job.api.warnings))
+        return result
+    lock = _lock(job, work)
+    try:
+        lock.hold(params['lock_timeout'], min(2.0, max(0.2, params['poll_interval'])))
+        job.api.fence = lock.fence  # every node patch and eviction from now on proves the lease is still ours
+        nodes, events = job.read()  # the run this one waited for may have changed them
+        plan = job.plan(nodes, events)
+        moves = _moves(job, plan)
+        result = _result(params, plan)
+        return _apply(job, plan, dict((meta_of(n).get('name'), n) for n in nodes), moves, result)
+    finally:
+        job.api.fence = None
+        job.api.warnings.extend(lock.let_go())
 
 
 def _apply(job, plan, by_name, moves, result):
+    """The writes and the drains under the lock; a LockLost (the fence) leaves with what was done so far."""
+    try:
+        return _writes(job, plan, by_name, moves, result)
+    except LockLost as exc:
+        exc.result = dict(result, changed=bool(result.get('changed')), warnings=job.api.warnings)
+        raise
+
+
+def _writes(job, plan, by_name, moves, result):
     changed = False
     for action in plan['actions']:
         changed = job.write(action, by_name[action['node']]) or changed
         result['actions'].append(_entry(action, {}))
+        result['changed'] = changed
     evicted = {}
     for name in sorted(moves):
         if not moves[name][0]:
             continue
         evicted[name], failure = job.drain(by_name[name])
         changed = changed or bool(evicted[name])
+        result['changed'] = changed
         if failure:
             result['failed'][name] = failure
     for entry in result['actions']:
         entry['evicted'] = evicted.get(entry['node'], [])
     result['evicted'] = evicted
     result['changed'] = changed
-    result['warnings'] = list(job.api.warnings)
+    result['warnings'] = job.api.warnings  # the lock's (a stale lease taken over) are added when it is let go
     if result['failed']:
         raise GpuOpsError('could not move the GPU pods off %s' % '; '.join(
             '%s: %s' % item for item in sorted(result['failed'].items())), dict(result, changed=changed))

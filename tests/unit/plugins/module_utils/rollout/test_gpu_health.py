@@ -7,6 +7,7 @@ from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
 
 import json
+import time
 
 import pytest
 
@@ -15,9 +16,15 @@ pytest.importorskip('kubernetes')
 from ansible_collections.gpuops.gpu.plugins.module_utils.common.errors import GpuOpsError, InputError  # noqa: E402
 from ansible_collections.gpuops.gpu.plugins.module_utils.common.names import ANN_GPU_HEALTH  # noqa: E402
 from ansible_collections.gpuops.gpu.plugins.module_utils.k8s.client import Connection  # noqa: E402
+from ansible_collections.gpuops.gpu.plugins.module_utils.common.lease import lock_info  # noqa: E402
 from ansible_collections.gpuops.gpu.plugins.module_utils.rollout.gpu_health import run  # noqa: E402
+from ansible_collections.gpuops.gpu.plugins.module_utils.rollout.lock import LockBusy, LockLost, RolloutLock  # noqa: E402
 from ansible_collections.gpuops.gpu.tests.unit.plugins.module_utils.rollout.fake_api import (  # noqa: E402
     FakeApi, gpu_pod, node)
+
+
+NS = 'gpu-operator'
+LEASE = (NS, 'gpuops-gpu-rollout')
 
 
 def gpu_node(name, alloc=8):
@@ -31,7 +38,8 @@ def params(**kw):
     base = {'policy': 'quarantine', 'label_selector': 'nvidia.com/gpu.present=true', 'nodes': [],
             'window_minutes': 0, 'event_reasons': ['XidCriticalError'], 'taint': False, 'drain': True,
             'pod_selector': None, 'drain_timeout': 5, 'grace_period': None, 'force': False, 'max_nodes': 5,
-            'poll_interval': 0.01}
+            'poll_interval': 0.01, 'lock_timeout': 0, 'lock_duration': 120, 'lock_holder': None,
+            'lock_namespace': None, 'operator_namespace': NS}
     base.update(kw)
     return base
 
@@ -87,3 +95,133 @@ def test_bad_input_is_refused_before_any_write(kw, words):
     with pytest.raises(InputError, match=words):
         run(conn, params(**kw), False)
     assert api.writes() == []
+
+
+def other_run(api, purpose='mig_rollout of 2 node(s)'):
+    """Another run (a MIG rollout) holds the rollout lock now."""
+    lock = RolloutLock(Connection(core=api, custom=api), NS, holder='mig-run-7',
+                       info=lock_info(purpose, ['a100-0', 'a100-1'], who='ops@ctl pid 7'))
+    lock.acquire()
+    return lock
+
+
+def test_the_lock_is_held_while_the_node_is_quarantined_and_drained_and_released_after():
+    api, conn = cluster()
+    seen = []
+    patch, evict = api.patch_node, api.create_namespaced_pod_eviction
+
+    def patch_node(name, body, **kwargs):
+        seen.append(('patch', api.leases.get(LEASE, {}).get('metadata', {}).get('annotations', {})))
+        return patch(name, body, **kwargs)
+
+    def eviction(name, namespace, body, **kwargs):
+        seen.append(('evict', api.leases.get(LEASE, {}).get('metadata', {}).get('annotations', {})))
+        return evict(name, namespace, body, **kwargs)
+    api.patch_node, api.create_namespaced_pod_eviction = patch_node, eviction
+    assert run(conn, params(), False)['changed']
+    assert [what for what, _ann in seen] == ['patch', 'evict']
+    assert all(ann.get('gpuops.gpu/lock-purpose') == 'gpu_health quarantine of 1 node(s)' and
+               ann.get('gpuops.gpu/lock-nodes') == 'bad' for _what, ann in seen), seen
+    assert LEASE not in api.leases, 'released'
+
+
+def test_another_run_holding_the_lock_refuses_before_any_write_naming_its_purpose():
+    api, conn = cluster()
+    other_run(api)
+    version = api.leases[LEASE]['metadata']['resourceVersion']
+    with pytest.raises(LockBusy) as info:
+        run(conn, params(), False)
+    for words in ('holds the rollout lock', 'mig_rollout of 2 node(s)', 'ops@ctl pid 7', 'mig-run-7',
+                  'nothing was changed', 'lock_timeout'):
+        assert words in str(info.value), str(info.value)
+    assert info.value.changed is False
+    assert api.patches == [] and api.evicted == [] and api.leases[LEASE]['metadata']['resourceVersion'] == version
+
+
+def test_check_mode_reports_the_lock_and_never_takes_it():
+    api, conn = cluster()
+    result = run(conn, params(), True)
+    assert result['lock']['state'] == 'free' and result['lock']['lease'] == '%s/%s' % LEASE
+    assert api.leases == {}
+    other_run(api)
+    held = run(conn, params(), True)
+    assert held['lock']['state'] == 'held' and held['lock']['purpose'] == 'mig_rollout of 2 node(s)'
+    assert any('a real run would wait' in w for w in held['warnings'])
+    assert api.patches == [] and api.leases[LEASE]['spec']['holderIdentity'] == 'mig-run-7'
+
+
+def test_nothing_to_write_takes_no_lock_even_while_another_run_holds_it():
+    api, conn = cluster()
+    run(conn, params(), False)           # quarantined and drained
+    other_run(api)
+    again = run(conn, params(), False)   # nothing left to do: no lock needed, no refusal
+    assert not again['changed'] and api.leases[LEASE]['spec']['holderIdentity'] == 'mig-run-7'
+
+
+def test_the_return_also_takes_the_lock():
+    api, conn = cluster()
+    run(conn, params(), False)
+    api.nodes['bad']['status']['allocatable']['nvidia.com/gpu'] = '8'
+    other_run(api, 'sharing_rollout of 1 node(s)')
+    with pytest.raises(LockBusy, match='sharing_rollout of 1 node'):
+        run(conn, params(policy='return'), False)
+    assert api.nodes['bad']['spec']['unschedulable'] is True
+
+
+def test_under_a_lock_the_play_took_the_run_joins_it_and_leaves_it():
+    api, conn = cluster()
+    holder = RolloutLock(Connection(core=api, custom=api), NS, holder='role-run-1',
+                         info=lock_info('gpu_health role', ['bad']))
+    holder.acquire()
+    assert run(conn, params(lock_holder='role-run-1'), False)['changed']
+    assert api.leases[LEASE]['spec']['holderIdentity'] == 'role-run-1', 'a joined lock stays'
+    api.nodes['bad']['status']['allocatable']['nvidia.com/gpu'] = '8'
+    with pytest.raises(LockBusy, match='lock_holder someone-else does not hold the rollout lock'):
+        run(conn, params(lock_holder='someone-else', policy='return'), False)
+
+
+def test_a_run_whose_lease_was_taken_over_writes_nothing_more(monkeypatch):
+    """After the node patch the run is frozen past its lease (its clocks jump 45 s) and another run takes the
+    lock over: the eviction that would follow finds that out first."""
+    api, conn = cluster()
+    made = []
+    original = RolloutLock.for_rollout
+    monkeypatch.setattr(RolloutLock, 'for_rollout', classmethod(
+        lambda cls, *a, **kw: made.append(original(*a, **kw)) or made[-1]))
+    patch = api.patch_node
+
+    def patch_node(name, body, **kwargs):
+        answer = patch(name, body, **kwargs)
+        lock = made[-1]
+        later = time.time() + 45
+        lock.clock, lock.monotonic = (lambda: later), (lambda: time.monotonic() + 45)
+        RolloutLock(Connection(core=api, custom=api), NS, holder='mig-run-7', clock=lambda: later,
+                    info=lock_info('mig_rollout of 1 node(s)', ['bad'], who='ops@ctl pid 7')).acquire()
+        return answer
+    api.patch_node = patch_node
+    with pytest.raises(LockLost, match='no longer held by this run.*mig-run-7') as info:
+        run(conn, params(lock_duration=30), False)
+    assert api.evicted == [], 'no eviction after the takeover'
+    assert [a['node'] for a in info.value.result['actions']] == ['bad'] and info.value.result['changed']
+
+
+@pytest.mark.parametrize('kw, words', [
+    ({'lock_timeout': -1}, 'lock_timeout must be between 0 and 604800'),
+    ({'lock_duration': 5}, 'lock_duration must be between 10 and'),
+])
+def test_bad_lock_settings_are_refused_before_any_read(kw, words):
+    api, conn = cluster()
+    with pytest.raises(InputError, match=words):
+        run(conn, params(**kw), False)
+    assert api.writes() == []
+
+
+def test_the_lease_lives_where_the_operator_runs():
+    api, conn = cluster()
+    api.policies = [{'metadata': {'name': 'cluster-policy'}, 'status': {'namespace': 'nvidia-gpu-operator'}}]
+    seen = []
+    patch = api.patch_node
+    api.patch_node = lambda name, body, **kw: (seen.append(sorted(api.leases)), patch(name, body, **kw))[1]
+    started = time.time()
+    run(conn, params(), False)
+    assert seen[0] == [('nvidia-gpu-operator', 'gpuops-gpu-rollout')] and time.time() - started < 10
