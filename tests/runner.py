@@ -329,7 +329,7 @@ TARBALL_EXCLUDED = ('tests/testbed/', 'tests/integration/', 'tests/unit/', 'test
                     'tests/requirements-dev.txt', 'bench/', 'extensions/', 'Makefile', 'docs/testbed.md',
                     'docs/performance.md', 'playbooks/vars/')
 TARBALL_REQUIRED = ('README.md', 'LICENSE', 'requirements.txt', 'bindep.txt', 'execution-environment.yml',
-                    'meta/runtime.yml', 'changelogs/changelog.yaml', 'docs/quickstart-openshift.md',
+                    'ee-constraints.txt', 'meta/runtime.yml', 'changelogs/changelog.yaml', 'docs/quickstart-openshift.md',
                     'docs/user-guide.md', 'docs/awx.md', 'docs/rbac.md', 'docs/install.md')
 
 

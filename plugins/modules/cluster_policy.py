@@ -93,6 +93,9 @@ options:
     default: 2.0
 seealso:
   - module: gpuops.gpu.olm_operator
+    description: Installs the GPU operator and returns the C(alm-examples) used as the base.
+  - module: gpuops.gpu.cluster_policy_info
+    description: Reads the ClusterPolicy and checks that there is exactly one to work on.
 '''
 
 EXAMPLES = r'''
@@ -147,14 +150,22 @@ created:
   description: Whether the ClusterPolicy was (in check mode, would be) created.
   returned: always
   type: bool
+  sample: false
 patch:
   description: The merge patch applied to C(spec) ({} when nothing differed; the whole spec when created).
   returned: always
   type: dict
+  sample: {"mig": {"strategy": "mixed"}, "devicePlugin": {"config": {"name": "gpuops-device-plugin-config"}}}
 spec:
   description: The spec after the change (as stored, or as the server-side dry run returned it in check mode).
   returned: always
   type: dict
+  sample: {"operator": {"defaultRuntime": "crio", "use_ocp_driver_toolkit": true}, "cdi": {"enabled": true},
+           "driver": {"enabled": true, "kernelModuleType": "auto", "useNvidiaDriverCRD": false},
+           "devicePlugin": {"enabled": true, "config": {"name": "gpuops-device-plugin-config", "default": ""}},
+           "migManager": {"enabled": true}, "mig": {"strategy": "mixed"}, "toolkit": {"enabled": true},
+           "daemonsets": {"updateStrategy": "RollingUpdate", "rollingUpdate": {"maxUnavailable": "1"},
+                          "tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}]}}
 state:
   description: C(status.state) at the end (C(ready) after a successful wait).
   returned: always
@@ -164,10 +175,12 @@ api_requests:
   description: Kubernetes API requests made (the server-side dry run and the reads of the wait included).
   returned: always
   type: int
+  sample: 7
 duration_s:
   description: Wall time in seconds, including the wait for C(ready).
   returned: success
   type: float
+  sample: 12.4
 '''
 
 from ansible_collections.gpuops.gpu.plugins.module_utils.k8s.runner import argument_spec, gpu_module, run_module

@@ -74,11 +74,19 @@ cluster_policy:
   description: The ClusterPolicy to work on, as read; V(null) when there is none or more than one.
   returned: always
   type: dict
+  sample: {"apiVersion": "nvidia.com/v1", "kind": "ClusterPolicy",
+           "metadata": {"name": "gpu-cluster-policy", "resourceVersion": "48213", "generation": 3},
+           "spec": {"operator": {"defaultRuntime": "crio"}, "driver": {"enabled": true},
+                    "devicePlugin": {"enabled": true, "config": {"name": "", "default": ""}},
+                    "migManager": {"enabled": true}, "mig": {"strategy": "single"}},
+           "status": {"namespace": "nvidia-gpu-operator", "state": "ready"}}
 cluster_policies:
-  description: Every ClusterPolicy that matched (all of them when O(name) is empty).
+  description: Every ClusterPolicy that matched (all of them when O(name) is empty), as read (see RV(cluster_policy)).
   returned: always
   type: list
   elements: dict
+  sample: [{"apiVersion": "nvidia.com/v1", "kind": "ClusterPolicy", "metadata": {"name": "gpu-cluster-policy"},
+            "spec": {"mig": {"strategy": "single"}}, "status": {"namespace": "nvidia-gpu-operator", "state": "ready"}}]
 name:
   description: Name of RV(cluster_policy); empty when there is none.
   returned: always
@@ -128,14 +136,18 @@ errors:
   returned: always
   type: list
   elements: str
+  sample: ["more than one ClusterPolicy (found 2: gpu-cluster-policy, gpu-cluster-policy-old); the GPU operator
+           honours only one: set name to the one to use"]
 api_found:
   description: Whether the ClusterPolicy API is served (V(false) before the GPU operator is installed).
   returned: always
   type: bool
+  sample: true
 api_requests:
   description: Kubernetes API requests made.
   returned: always
   type: int
+  sample: 1
 '''
 
 from ansible_collections.gpuops.gpu.plugins.module_utils.ops.cluster_policy import info

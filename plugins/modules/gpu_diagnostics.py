@@ -123,10 +123,12 @@ redacted:
   description: Values redacted in the whole archive.
   returned: success
   type: int
+  sample: 4
 api_requests:
   description: Kubernetes API requests made.
   returned: success
   type: int
+  sample: 42
 '''
 
 from ansible_collections.gpuops.gpu.plugins.module_utils.ops.diagnostics import run

@@ -280,6 +280,7 @@ nodes:
             - The C(sharing) of the driver's C(GpuConfig) or C(MigDeviceConfig) that applies to the
               allocation (C(strategy) V(TimeSlicing) or V(MPS) and its settings), V(null) without one.
           type: dict
+          sample: {"strategy": "MPS", "mpsConfig": {"defaultActiveThreadPercentage": 50}}
       sample: [{"name": "gpu-0", "pool": "node-1", "type": "gpu", "product": "NVIDIA A100-SXM4-40GB",
                 "profile": null, "uuid": "GPU-4f5b", "parent_uuid": null, "parent": null, "memory_mib": 40960,
                 "allocated": true, "claims": ["team-a/train-gpu"], "pods": ["team-a/train"],

@@ -156,6 +156,7 @@ changed:
   description: Whether any node was (or, in check mode, would be) reconfigured, cordoned or uncordoned.
   returned: always
   type: bool
+  sample: true
 batches:
   description: Node names per batch, in order; the nodes of a batch change their MIG configuration together.
   returned: always
@@ -254,6 +255,7 @@ nodes:
       description: Its GPU resources as advertised after the change.
       type: dict
       returned: when verified
+      sample: {"nvidia.com/mig-1g.5gb": 56}
     duration_s:
       description: Seconds from its start to its end.
       type: float
@@ -262,8 +264,12 @@ nodes:
         - UTC times (ISO 8601) of its steps, C(started), C(cordoned), C(drained), C(labelled), C(reported), C(verified),
           C(uncordoned), those it went through.
       type: dict
+      sample: {"started": "2026-01-05T10:00:00.120Z", "cordoned": "2026-01-05T10:00:00.150Z",
+               "drained": "2026-01-05T10:00:03.020Z", "labelled": "2026-01-05T10:00:03.040Z",
+               "reported": "2026-01-05T10:01:08.200Z", "verified": "2026-01-05T10:01:14.280Z",
+               "uncordoned": "2026-01-05T10:01:14.310Z"}
   sample: [{"node": "a100-0", "from": "all-disabled", "to": "all-1g.5gb", "phase": "done", "changed": true,
-           "evicted": ["team-a/train-0"], "cycled": false, "detail": "", "allocatable": {"nvidia.com/mig-1g.5gb": "56"},
+           "evicted": ["team-a/train-0"], "cycled": false, "detail": "success", "allocatable": {"nvidia.com/mig-1g.5gb": 56},
            "duration_s": 74.2, "timeline": {"started": "2026-01-05T10:00:00.120Z", "uncordoned": "2026-01-05T10:01:14.310Z"}}]
 
 assignments:
@@ -275,10 +281,12 @@ mig_strategy:
   description: The MIG strategy the expected resources were computed for.
   returned: success
   type: str
+  sample: single
 config_map:
   description: The mig-parted ConfigMap validated against (null for the operator's built-in configs).
   returned: success
   type: str
+  sample: gpuops-mig-parted-config
 untouched:
   description: Nodes not started because the rollout stopped on a failure; their MIG configuration is unchanged.
   returned: failure
@@ -289,10 +297,12 @@ api_requests:
   description: Kubernetes API requests made (ClusterPolicy and ConfigMap reads, node reads and writes, evictions, Events).
   returned: success
   type: int
+  sample: 38
 duration_s:
   description: Wall time of the run in seconds, including the MIG manager's reconfiguration of every node.
   returned: success
   type: float
+  sample: 75.3
 '''
 
 from ansible_collections.gpuops.gpu.plugins.module_utils.k8s.runner import argument_spec, gpu_module, run_module

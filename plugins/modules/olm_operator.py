@@ -196,6 +196,11 @@ alm_examples:
   returned: always
   type: list
   elements: dict
+  sample: [{"apiVersion": "nvidia.com/v1", "kind": "ClusterPolicy", "metadata": {"name": "gpu-cluster-policy"},
+            "spec": {"operator": {"defaultRuntime": "crio", "use_ocp_driver_toolkit": true}, "driver": {"enabled": true},
+                     "mig": {"strategy": "single"}, "migManager": {"enabled": true}}},
+           {"apiVersion": "nvidia.com/v1alpha1", "kind": "NVIDIADriver", "metadata": {"name": "gpu-driver"},
+            "spec": {"driverType": "gpu", "repository": "nvcr.io/nvidia", "image": "driver"}}]
 related_images:
   description: The CSV's C(spec.relatedImages) (every image the operator may run), for mirroring.
   returned: always
@@ -206,11 +211,13 @@ install_plan:
   description: The InstallPlan that installed the CSV.
   returned: always
   type: str
+  sample: install-q8vxr
 approved_install_plans:
   description: InstallPlans approved by this run.
   returned: always
   type: list
   elements: str
+  sample: [install-q8vxr]
 held_install_plans:
   description: Unapproved InstallPlans left alone because they do not contain the pinned CSV (for example the upgrade to the channel head).
   returned: always
@@ -221,45 +228,58 @@ subscription:
   description: Name of the Subscription.
   returned: always
   type: str
+  sample: gpu-operator-certified
 operator_group:
   description: Name of the OperatorGroup.
   returned: always
   type: str
+  sample: nvidia-gpu-operator
 channel:
   description: The channel subscribed to.
   returned: always
   type: str
+  sample: v25.10
 namespace:
   description: The operator namespace.
   returned: always
   type: str
+  sample: nvidia-gpu-operator
 package:
   description: The package.
   returned: always
   type: str
+  sample: gpu-operator-certified
 actions:
   description: What was (in check mode, would be) written, in order.
   returned: always
   type: list
   elements: str
+  sample: ["create Namespace nvidia-gpu-operator", "create OperatorGroup nvidia-gpu-operator/nvidia-gpu-operator (OwnNamespace)",
+           "create Subscription nvidia-gpu-operator/gpu-operator-certified (package gpu-operator-certified, channel v25.10,
+           Manual approval, startingCSV gpu-operator-certified.v25.10.1)",
+           "approve InstallPlan install-q8vxr (gpu-operator-certified.v25.10.1)"]
 removed_csvs:
   description: With O(state=absent), the CSVs deleted (in check mode, to delete).
   returned: when O(state=absent)
   type: list
   elements: str
+  sample: [gpu-operator-certified.v25.10.1]
 rolled_back:
   description: Objects this run created and deleted again because OLM could not resolve the Subscription.
   returned: failure
   type: list
   elements: str
+  sample: ["Subscription gpu-operator-certified", "OperatorGroup nvidia-gpu-operator"]
 api_requests:
   description: Kubernetes API requests made (the reads of the catalog and install waits included).
   returned: always
   type: int
+  sample: 31
 duration_s:
   description: Wall time in seconds, including the waits for the catalog and the CSV.
   returned: success
   type: float
+  sample: 48.6
 '''
 
 from ansible_collections.gpuops.gpu.plugins.module_utils.k8s.runner import argument_spec, gpu_module, run_module

@@ -110,18 +110,24 @@ approved_plan:
     cluster:
       description: C(server) and C(uid) of the cluster the plan was computed on.
       type: dict
+      sample: {"server": "https://api.gpu-cluster.example.com:6443", "uid": "3f1c2a4e-8f0e-4d7b-9c55-0d1f2b3a4c5d"}
     changes:
       description: O(plan) without what the drain meets (C(pods_to_evict), C(blocking_pdbs)).
       type: dict
-  sample: {"kind": "mig", "digest": "9b1f0c...", "cluster": {"server": "https://api.gpu-cluster.example.com:6443",
-           "uid": "3f1c2a4e-8f0e-4d7b-9c55-0d1f2b3a4c5d"},
+      sample: {"batches": [{"batch": 1, "nodes": [{"node": "a100-0", "from": "all-disabled", "to": "all-1g.5gb",
+                                                   "resume": false}]}]}
+  sample: {"kind": "mig", "digest": "51d11a824902282e76c9852d0b9454e91f1176f0e6cd298f3450474ac57fd2ce",
+           "cluster": {"server": "https://api.gpu-cluster.example.com:6443", "uid": "3f1c2a4e-8f0e-4d7b-9c55-0d1f2b3a4c5d"},
            "changes": {"batches": [{"batch": 1, "nodes": [{"node": "a100-0", "from": "all-disabled",
                                                           "to": "all-1g.5gb", "resume": false}]}]}}
 approved:
   description: O(approved) as given, beside RV(approved_plan) (what the run would do now).
   returned: a refusal
   type: dict
-  sample: {}
+  sample: {"kind": "mig", "digest": "c4d3fd577b47046c7c4d915bef2b8d063a40c4ad7b00ce5e120f233cf1431dfb",
+           "cluster": {"server": "https://api.gpu-cluster.example.com:6443", "uid": "3f1c2a4e-8f0e-4d7b-9c55-0d1f2b3a4c5d"},
+           "changes": {"batches": [{"batch": 1, "nodes": [{"node": "a100-0", "from": "all-disabled",
+                                                          "to": "all-3g.20gb", "resume": false}]}]}}
 '''
 
 from ansible_collections.gpuops.gpu.plugins.module_utils.k8s.runner import argument_spec, gpu_module, run_module

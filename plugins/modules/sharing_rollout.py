@@ -171,6 +171,7 @@ changed:
   description: Whether any node was (or, in check mode, would be) relabelled, restarted, cordoned or uncordoned.
   returned: always
   type: bool
+  sample: true
 batches:
   description: Node names per batch, in order; the nodes of a batch change their sharing profile together.
   returned: always
@@ -233,13 +234,15 @@ plan:
         allocatable:
           description: The node's GPU resources advertised now.
           type: dict
+          sample: {"nvidia.com/gpu": 1}
         expected_allocatable:
           description: The GPU resources it is expected to advertise after the rollout.
           type: dict
+          sample: {"nvidia.com/gpu": 4}
   sample: [{"batch": 1, "nodes": [{"node": "t4-0", "from": null, "to": "time-sliced-4", "resume": false,
             "pods_to_evict": [], "blocking_pdbs": [], "label_from": null, "label_to": "time-sliced-4",
-            "profile": "time-sliced-4", "restart_device_plugin": true, "allocatable": {"nvidia.com/gpu": "1"},
-            "expected_allocatable": {"nvidia.com/gpu": "4"}}]}]
+            "profile": "time-sliced-4", "restart_device_plugin": true, "allocatable": {"nvidia.com/gpu": 1},
+            "expected_allocatable": {"nvidia.com/gpu": 4}}]}]
 lock:
   description:
     - Check mode only - the rollout lock (lease C(namespace/gpuops-gpu-rollout)) as read, not taken. C(state) is
@@ -291,6 +294,7 @@ nodes:
       description: Its GPU resources as advertised after the change.
       type: dict
       returned: when verified
+      sample: {"nvidia.com/gpu": 4}
     duration_s:
       description: Seconds from its start to its end.
       type: float
@@ -299,6 +303,10 @@ nodes:
         - UTC times (ISO 8601) of its steps, C(started), C(cordoned), C(drained), C(labelled), C(reported), C(verified),
           C(uncordoned), those it went through.
       type: dict
+      sample: {"started": "2026-01-05T10:00:00.120Z", "cordoned": "2026-01-05T10:00:00.140Z",
+               "drained": "2026-01-05T10:00:00.910Z", "labelled": "2026-01-05T10:00:00.930Z",
+               "reported": "2026-01-05T10:00:19.400Z", "verified": "2026-01-05T10:00:21.600Z",
+               "uncordoned": "2026-01-05T10:00:21.620Z"}
     restarted:
       description: Device plugin pods restarted for the node, C(namespace/name).
       type: list
@@ -306,7 +314,7 @@ nodes:
       returned: when a pod was restarted
   sample: [{"node": "t4-0", "from": null, "to": "time-sliced-4", "phase": "done", "changed": true, "evicted": [],
            "restarted": ["nvidia-gpu-operator/nvidia-device-plugin-daemonset-x7k2p"], "cycled": false, "detail": "",
-           "allocatable": {"nvidia.com/gpu": "4"}, "duration_s": 21.5,
+           "allocatable": {"nvidia.com/gpu": 4}, "duration_s": 21.5,
            "timeline": {"started": "2026-01-05T10:00:00.120Z", "uncordoned": "2026-01-05T10:00:21.620Z"}}]
 
 assignments:
@@ -318,22 +326,27 @@ profiles:
   description: The profiles of the ConfigMap (or O(profiles)) with their sharing strategy (none, time-slicing, mps).
   returned: success
   type: dict
+  sample: {"time-sliced-4": "time-slicing", "mps-10": "mps", "unshared": "none"}
 mig_strategy:
   description: The MIG strategy the profiles were validated and the expected resources computed for.
   returned: success
   type: str
+  sample: single
 config_map:
   description: The device-plugin ConfigMap validated against.
   returned: success
   type: str
+  sample: gpuops-device-plugin-config
 default_profile:
   description: The profile of nodes without the label (C(devicePlugin.config.default)), null for none.
   returned: success
   type: str
+  sample: time-sliced-4
 unshared_profile:
   description: The profile used for V(none) assignments while the default shares GPUs.
   returned: success
   type: str
+  sample: unshared
 untouched:
   description: Nodes not started because the rollout stopped on a failure; their sharing profile is unchanged.
   returned: failure
@@ -344,10 +357,12 @@ api_requests:
   description: Kubernetes API requests made (node reads and writes, evictions, device-plugin pod restarts, Events).
   returned: success
   type: int
+  sample: 24
 duration_s:
   description: Wall time of the run in seconds, including the device plugin restarts and GPU feature discovery.
   returned: success
   type: float
+  sample: 22.4
 '''
 
 from ansible_collections.gpuops.gpu.plugins.module_utils.k8s.runner import argument_spec, gpu_module, run_module

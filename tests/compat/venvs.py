@@ -1,6 +1,8 @@
-"""The version matrix of `make test`: virtualenvs with the oldest versions the collection claims (oldest.txt) and
-the newest ones this Python runs (newest.txt), cached under $GPUOPS_CACHE by the hash of their pins and built once
-(a lock keeps two builders apart). The runner's compat stage runs the unit tests in them;
+"""The version matrix of `make test`: virtualenvs with the oldest versions the collection claims (oldest.txt, this
+Python) and the newest it supports (newest.txt: the execution environment's Python 3.12 and its ee-constraints.txt),
+cached under $GPUOPS_CACHE by the hash of their pins, constraints and interpreter, and built once (a lock keeps two
+builders apart). The newest venv fails to build when it installs a package ee-constraints.txt does not pin, so
+the EE's constraints stay complete. The runner's compat stage runs the unit tests in them;
 tests/integration/test_compat.py runs a short play with their ansible-playbook.
 
 Collections: a matrix venv has ansible-core only. ``collections_root(dest)`` lays out an ansible_collections tree
@@ -20,14 +22,46 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
 CACHE = os.environ.get('GPUOPS_CACHE', os.path.expanduser('~/.cache/gpuops'))
 NAMES = ('oldest', 'newest')
+CONSTRAINTS = os.path.join(REPO, 'ee-constraints.txt')
+# the packages only the tests install (pytest and what it needs), not pinned for the EE
+TEST_ONLY = ('pytest', 'pytest-timeout', 'pluggy', 'iniconfig', 'pygments')
+
+
+def newest_python():
+    """The Python 3.12 the newest venv is built with, as the execution environment has it: $GPUOPS_NEWEST_PYTHON,
+    else pyenv's, else python3.12 on PATH (the first that runs)."""
+    import glob
+    import shutil
+    candidates = [os.environ.get('GPUOPS_NEWEST_PYTHON')] + sorted(glob.glob(os.path.expanduser(
+        '~/.pyenv/versions/3.12*/bin/python3.12')), reverse=True) + [shutil.which('python3.12')]
+    for python in filter(None, candidates):
+        if subprocess.run([python, '-c', 'import sys; assert sys.version_info[:2] == (3, 12)'],
+                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False).returncode == 0:
+            return python
+    raise SystemExit('the newest version matrix needs Python 3.12 (the execution environment\'s): install it '
+                     '(e.g. `pyenv install 3.12`) or set GPUOPS_NEWEST_PYTHON to its interpreter')
+
+
+def unpinned(bin_dir):
+    """The packages of a venv that ee-constraints.txt does not pin, nor TEST_ONLY names."""
+    with open(CONSTRAINTS) as f:
+        pinned = set(line.split('==')[0].strip().lower().replace('_', '-') for line in f if '==' in line)
+    out = subprocess.run([os.path.join(bin_dir, 'python'), '-m', 'pip', 'freeze', '--all', '--disable-pip-version-check'],
+                         stdout=subprocess.PIPE, text=True, check=True).stdout.split()
+    names = set(line.split('==')[0].lower().replace('_', '-') for line in out)
+    return sorted(names - pinned - set(TEST_ONLY) - {'pip', 'setuptools', 'wheel'})
 SHARED = (('kubernetes', 'core'), ('ansible', 'posix'), ('awx', 'awx'))
 
 
-def ensure(name, python=sys.executable):
+def ensure(name, python=None):
     """The bin directory of the matrix venv ``name`` (built from tests/compat/<name>.txt when missing)."""
+    python = python or (newest_python() if name == 'newest' else sys.executable)
     pins = os.path.join(HERE, name + '.txt')
-    with open(pins, 'rb') as f:
-        key = hashlib.sha256(f.read()).hexdigest()[:12]
+    digest = hashlib.sha256(python.encode())
+    for path in (pins, CONSTRAINTS, os.path.join(REPO, 'requirements.txt')):
+        with open(path, 'rb') as f:
+            digest.update(f.read())
+    key = digest.hexdigest()[:12]
     venv = os.path.join(CACHE, 'compat-%s-%s' % (name, key))
     os.makedirs(CACHE, exist_ok=True)
     with open(venv + '.lock', 'w') as lock:
@@ -36,6 +70,10 @@ def ensure(name, python=sys.executable):
             subprocess.run([python, '-m', 'venv', '--clear', venv], check=True)
             subprocess.run([os.path.join(venv, 'bin', 'pip'), 'install', '-q', '--disable-pip-version-check',
                             '-r', pins], check=True)
+            extra = unpinned(os.path.join(venv, 'bin')) if name == 'newest' else []
+            if extra:
+                raise SystemExit('ee-constraints.txt does not pin %s, which the newest venv installed: pin them'
+                                 % ', '.join(extra))
             open(os.path.join(venv, '.done'), 'w').close()
     return os.path.join(venv, 'bin')
 

@@ -15,6 +15,7 @@ import subprocess
 import sys
 
 import jinja2
+import jinja2.sandbox
 import yaml
 
 from ansible_collections.gpuops.gpu.tests.unit.extensions.awx_files import Unsafe, load_awx
@@ -104,23 +105,38 @@ def account_token(testbed, core, name, namespace, access, cluster_roles=None):
 
 
 def kubeconfig_credential(kubeconfig_text, context=None):
-    """The gpuops.gpu kubeconfig credential (extensions/awx/credential_types.yml): the whole kubeconfig, written
-    to a private file named by K8S_AUTH_KUBECONFIG; ``context`` adds K8S_AUTH_CONTEXT (a custom credential type
-    or the job's environment)."""
-    return {'kubeconfig': kubeconfig_text, 'context': context}
+    """The inputs of a gpuops.gpu kubeconfig credential (extensions/awx/credential_types.yml): the whole
+    kubeconfig and, optionally, the context the playbooks use."""
+    inputs = {'kubeconfig': kubeconfig_text}
+    if context:
+        inputs['context'] = context
+    return {'type': 'gpuops.gpu kubeconfig', 'inputs': inputs}
+
+
+def inject(pdd, type_name, inputs):
+    """The environment AWX gives a job for a credential of the custom type ``type_name`` with ``inputs``, as AWX
+    builds it (awx/main/models/credential: CredentialType.inject_credential): every file injector rendered with
+    Jinja's immutable sandbox into a private file under ``pdd``/env, its path as ``tower.filename.<label>``, then
+    every env injector rendered with the same namespace. An input left empty renders as an empty string."""
+    ctype = next(t for t in _awx_vars('credential_types.yml')['controller_credential_types'] if t['name'] == type_name)
+    sandbox = jinja2.sandbox.ImmutableSandboxedEnvironment()
+    namespace = dict(inputs)
+    files = {}
+    for label, template in (ctype['injectors'].get('file') or {}).items():
+        path = os.path.join(pdd, 'env', label.split('.', 1)[1])
+        with open(path, 'w') as handle:
+            handle.write(sandbox.from_string(str(template)).render(**namespace))
+        os.chmod(path, 0o600)
+        files[label.split('.', 1)[1]] = path
+    namespace['tower'] = {'filename': files}
+    return dict((env, sandbox.from_string(str(template)).render(**namespace))
+                for env, template in (ctype['injectors'].get('env') or {}).items())
 
 
 def _credential_env(pdd, credential):
-    """The K8S_AUTH_* variables ``credential`` injects (its private files written under ``pdd``/env)."""
-    if 'kubeconfig' in credential:
-        path = os.path.join(pdd, 'env', 'kubeconfig')
-        with open(path, 'w') as handle:
-            handle.write(credential['kubeconfig'])
-        os.chmod(path, 0o600)
-        out = {'K8S_AUTH_KUBECONFIG': path}
-        if credential.get('context'):
-            out['K8S_AUTH_CONTEXT'] = credential['context']
-        return out
+    """The variables ``credential`` injects (its private files written under ``pdd``/env)."""
+    if 'type' in credential:
+        return inject(pdd, credential['type'], credential['inputs'])
     ca_file = os.path.join(pdd, 'env', 'k8s_ca.crt')
     with open(ca_file, 'w') as handle:
         handle.write(credential['ssl_ca_cert'])

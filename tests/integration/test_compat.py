@@ -21,7 +21,7 @@ sys.path.insert(0, os.path.join(COLLECTION, 'tests', 'compat'))
 import venvs  # noqa: E402  pylint: disable=wrong-import-position
 
 NS = 'gpu-operator'
-VERSIONS = {'oldest': 'ansible-core 2.16.19, kubernetes 29.0.0', 'newest': 'ansible-core 2.19.14, kubernetes 37.0.2'}
+VERSIONS = {'oldest': 'ansible-core 2.16.19, kubernetes 29.0.0', 'newest': 'ansible-core 2.21.5, kubernetes 37.0.2'}
 # each run on its own nodes: (MIG node, config, sharing node)
 NODES = {'oldest': ('a100-0', 'all-1g.5gb', 't4-0'), 'newest': ('h100-0', 'all-1g.10gb', 'l40s-0')}
 TS2 = {'sharing': {'timeSlicing': {'resources': [{'name': 'nvidia.com/gpu', 'replicas': 2}]}}}

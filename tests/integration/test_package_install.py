@@ -1,13 +1,17 @@
 """What a user does with a release: `ansible-galaxy collection build`, a fresh virtualenv with ansible-core and
 the collection's own requirements.txt, `ansible-galaxy collection install` of the tarball (kubernetes.core
 resolved as its dependency, offline, from a local tarball), then the collection's report playbook by its FQCN
-against the virtual cluster. Nothing of the test environment (PYTHONPATH, collections path) leaks in."""
+against the virtual cluster. Nothing of the test environment (PYTHONPATH, collections path) leaks in.
 
+And what a newcomer does from a clone: the README's first commands, run literally, reach a check-mode MIG plan."""
+
+import fcntl
 import hashlib
 import io
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import sysconfig
@@ -15,6 +19,9 @@ import tarfile
 
 import pytest
 import yaml
+
+from ansible_run import facts_diff, node_facts
+from policy_helpers import ensure_cluster_policy
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 BIN = os.path.dirname(sys.executable)
@@ -100,3 +107,77 @@ def test_report_playbook_from_the_installed_tarball(testbed, installed):
     listed = run([os.path.join(venv, 'bin', 'ansible-galaxy'), 'collection', 'list', '--format', 'json'], env=env)
     assert set(json.loads(listed)[env['ANSIBLE_COLLECTIONS_PATH'] + '/ansible_collections']) == \
         {'gpuops.gpu', 'kubernetes.core'}
+
+
+def readme_first_block():
+    """The commands of the first bash block of the README's "Against a real cluster" section, as written."""
+    with open(os.path.join(REPO, 'README.md')) as handle:
+        section = re.search(r'^## Against a real cluster\n(.*?)(?=^## )', handle.read(), re.M | re.S).group(1)
+    block = re.search(r'^```bash\n(.*?)^```', section, re.M | re.S).group(1)
+    return [line for line in block.splitlines() if line.strip()]
+
+
+def plain_clone(dest):
+    """The files of a clone, copied to ``dest``: the test runner's copy of the work tree holds exactly those (tracked
+    and new files git does not ignore), plus the bytecode it compiled, which is left out."""
+    shutil.copytree(REPO, str(dest), ignore=shutil.ignore_patterns('__pycache__', '.git'))
+    return dest
+
+
+def wheelhouse(requirements):
+    """A directory of the wheels pip downloads for ``requirements`` (pip arguments), under $GPUOPS_CACHE, made once
+    per set of requirements (a lock keeps two makers apart)."""
+    cache = os.environ.get('GPUOPS_CACHE', os.path.expanduser('~/.cache/gpuops'))
+    digest = hashlib.sha256(json.dumps(requirements).encode())
+    with open(requirements[-1], 'rb') as handle:
+        digest.update(handle.read())
+    path = os.path.join(cache, 'wheels-' + digest.hexdigest()[:12])
+    os.makedirs(cache, exist_ok=True)
+    with open(path + '.lock', 'w') as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not os.path.exists(os.path.join(path, '.done')):
+            run([sys.executable, '-m', 'pip', 'download', '-q', '--disable-pip-version-check', '--only-binary=:all:',
+                 '-d', path] + requirements)
+            open(os.path.join(path, '.done'), 'w').close()
+    return path
+
+
+def test_the_readme_first_commands_reach_a_mig_plan(testbed, core, custom, tmp_path):
+    """The README's first block, line by line as written, in bash, from a copy of a clone, in a fresh virtualenv
+    holding only ansible-core (which the README takes as given), with a HOME of its own whose ~/.kube/config is the
+    virtual cluster's. kubernetes.core is put where `ansible-galaxy collection install .` finds it installed
+    (~/.ansible/collections), because Galaxy cannot be reached from here; everything else is the README's."""
+    ensure_cluster_policy(custom)
+    block = readme_first_block()
+    assert any('ansible-playbook' in line and '--check' in line for line in block), block
+    clone = plain_clone(tmp_path / 'clone')
+    home = tmp_path / 'home'
+    (home / '.kube').mkdir(parents=True)
+    with open(testbed.kubeconfig) as handle:
+        (home / '.kube' / 'config').write_text(handle.read())
+    venv = str(tmp_path / 'venv')
+    run([sys.executable, '-m', 'venv', venv])
+    env = dict((k, v) for k, v in os.environ.items()
+               if not k.startswith(('ANSIBLE_', 'K8S_AUTH_', 'GPUOPS_')) and k not in ('PYTHONPATH', 'KUBECONFIG'))
+    # pip installs from a local copy of what the package index serves for these requirements (kept between runs)
+    env.update(HOME=str(home), PATH=os.path.join(venv, 'bin') + os.pathsep + env.get('PATH', ''), ANSIBLE_NOCOLOR='1',
+               PIP_NO_INDEX='1', PIP_FIND_LINKS=wheelhouse([pinned('ansible-core'), '-r',
+                                                            os.path.join(REPO, 'requirements.txt')]),
+               PIP_DISABLE_PIP_VERSION_CHECK='1')
+    run([os.path.join(venv, 'bin', 'python'), '-m', 'pip', 'install', '-q', pinned('ansible-core')], env=env)
+    run([os.path.join(venv, 'bin', 'ansible-galaxy'), 'collection', 'install', '--offline',
+         kubernetes_core_tarball(tmp_path)], env=env)
+    (clone / 'vars.yml').write_text(yaml.safe_dump({
+        'mig_operator_namespace': 'gpu-operator', 'mig_strategy': 'mixed',
+        'mig_assignments': [{'nodes': ['a100-1'], 'config': 'all-1g.5gb'}]}))
+    before = node_facts(core)
+    out = run(['bash', '-euo', 'pipefail', '-c', '\n'.join(block)], env=env, cwd=str(clone))
+    assert 'gpuops.gpu:' in out and 'was installed successfully' in out, out[-3000:]
+    # the plan names the node and the layout, and the run wrote nothing
+    assert re.search(r'a100-1.*all-1g\.5gb', out), out[-4000:]
+    assert re.search(r'localhost\s*:\s*ok=\d+\s+changed=[1-9]\d*\s+unreachable=0\s+failed=0', out), out[-3000:]
+    assert facts_diff(before, node_facts(core)) == []
+    # the collection ran from the fresh install in the README's HOME, not from the test environment
+    listed = run([os.path.join(venv, 'bin', 'ansible-galaxy'), 'collection', 'list', '--format', 'json'], env=env)
+    paths = json.loads(listed)
+    assert 'gpuops.gpu' in paths[str(home / '.ansible' / 'collections' / 'ansible_collections')], paths

@@ -50,6 +50,10 @@ def _pins(path):
     return out
 
 
+def _v(text):
+    return tuple(int(x) for x in text.split('.'))
+
+
 def _tool(name):
     path = os.path.join(BIN, name)
     if not os.path.exists(path):
@@ -78,14 +82,33 @@ def test_definition_is_v3_with_a_base_image_and_pinned_tools():
     assert EE['version'] == 3
     assert EE['images']['base_image']['name']
     deps = EE['dependencies']
-    dev = _pins('tests/requirements-dev.txt')
-    # the image runs the ansible-core the collection is tested with
-    assert deps['ansible_core']['package_pip'] == dev['ansible-core']
-    assert deps['ansible_runner']['package_pip'].startswith('ansible-runner')
-    if 'ansible-runner' in dev:
-        assert deps['ansible_runner']['package_pip'] == dev['ansible-runner']
+    constraints = _pins('ee-constraints.txt')
+    # the image runs the ansible-core and ansible-runner of its constraints, which the newest version matrix
+    # (tests/compat/newest.txt, built from the same file) tests
+    assert deps['ansible_core']['package_pip'] == constraints['ansible-core']
+    assert deps['ansible_runner']['package_pip'] == constraints['ansible-runner']
     assert deps['python'] == 'requirements.txt'
     assert deps['system'] == 'bindep.txt'
+
+
+def test_every_python_package_is_pinned_and_the_python_is_the_matrix_one():
+    constraints = _pins('ee-constraints.txt')
+    assert constraints and all(re.match(r'^[A-Za-z0-9_.-]+==[0-9][^ ]*$', pin) for pin in constraints.values())
+    # the collection's own requirements and kubernetes.core's are pinned too (the image gets no range)
+    for name in list(_pins('requirements.txt')) + ['requests-oauthlib']:
+        assert name.lower() in constraints, '%s is not pinned in ee-constraints.txt' % name
+    # every pip run of the image takes the constraints: set in the base stage the others derive from
+    files = dict((f['dest'], f['src']) for f in EE['additional_build_files'])
+    assert files.get('constraints') == 'ee-constraints.txt'
+    assert EE['additional_build_steps']['prepend_base'] == [
+        'COPY _build/constraints/ee-constraints.txt /etc/gpuops/ee-constraints.txt',
+        'ENV PIP_CONSTRAINT=/etc/gpuops/ee-constraints.txt']
+    # the interpreter the newest matrix venv is built with
+    with open(os.path.join(REPO, 'tests', 'compat', 'newest.txt')) as handle:
+        newest = handle.read()
+    assert '-c ../../ee-constraints.txt' in newest.splitlines()
+    assert EE['dependencies']['python_interpreter'] == {'package_system': 'python3.12',
+                                                        'python_path': '/usr/bin/python3.12'}
 
 
 def test_galaxy_requirements_follow_galaxy_yml():
@@ -95,7 +118,15 @@ def test_galaxy_requirements_follow_galaxy_yml():
     assert own is not None, 'the EE must install %s (version from galaxy.yml): %s' % (TARBALL, sorted(by_name))
     assert own['type'] == 'file'
     for name, version in GALAXY.get('dependencies', {}).items():
-        assert by_name[name]['version'] == version, 'EE range for %s differs from galaxy.yml' % name
+        # the version the tests run with (this virtualenv's), inside the range galaxy.yml declares
+        manifest = os.path.join(sysconfig.get_paths()['purelib'], 'ansible_collections', *name.split('.'),
+                                'MANIFEST.json')
+        with open(manifest) as handle:
+            tested = json.load(handle)['collection_info']['version']
+        assert by_name[name]['version'] == tested, 'the EE installs %s %s; the tests run %s' % (
+            name, by_name[name]['version'], tested)
+        low, high = re.match(r'^>=([0-9.]+),<([0-9.]+)$', version).groups()
+        assert _v(low) <= _v(tested) < _v(high), (name, tested, version)
     assert any(t.endswith(':' + GALAXY['version']) for t in EE['options']['tags'])
 
 
@@ -124,7 +155,7 @@ def built(tmp_path_factory):
                    cwd=REPO, check=True, stdout=subprocess.PIPE)
     assert (work / TARBALL).exists()
     _fake_helm_tarball(work / HELM_TARBALL, HELM_VERSION)
-    for name in ('execution-environment.yml', 'requirements.txt', 'bindep.txt'):
+    for name in ('execution-environment.yml', 'requirements.txt', 'bindep.txt', 'ee-constraints.txt'):
         shutil.copy(os.path.join(REPO, name), str(work / name))
     return work
 
@@ -142,6 +173,12 @@ def test_ansible_builder_create_makes_the_build_context(built):
     assert 'FROM $EE_BASE_IMAGE AS base' in containerfile
     refs = (EE['dependencies']['ansible_core']['package_pip'], EE['dependencies']['ansible_runner']['package_pip'])
     assert 'ARG ANSIBLE_INSTALL_REFS="%s %s"' % refs in containerfile
+    # the constraints are in place before the first pip run of the base stage (ansible-core's install)
+    base = containerfile[containerfile.index('FROM $EE_BASE_IMAGE AS base'):containerfile.index('FROM base AS galaxy')]
+    constraint = base.index('ENV PIP_CONSTRAINT=/etc/gpuops/ee-constraints.txt')
+    assert constraint < base.index('/output/scripts/pip_install') < base.index('$ANSIBLE_INSTALL_REFS')
+    with open(os.path.join(REPO, 'ee-constraints.txt')) as handle:
+        assert (ctx / '_build' / 'constraints' / 'ee-constraints.txt').read_text() == handle.read()
     # the builder stage introspects the installed collections, the final stage proves they load
     assert 'introspect.py introspect --user-pip=requirements.txt --user-bindep=bindep.txt' in containerfile
     assert 'ansible-doc -t module gpuops.gpu.gpu_nodes_info' in containerfile

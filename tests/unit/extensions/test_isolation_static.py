@@ -23,8 +23,12 @@ from ansible_collections.gpuops.gpu.plugins.module_utils.common.names import CON
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..', '..'))
 GROUP = 'group/gpuops.gpu.gpu'
 # every connection option, from the playbook variable of common/names.py CONNECTION_VARS (which the gpu_nodes
-# inventory plugin also sets on its cluster groups)
+# inventory plugin also sets on its cluster groups); the context, when no variable names it, from GPUOPS_CONTEXT (the
+# context field of the gpuops.gpu kubeconfig credential type, extensions/awx/credential_types.yml), an empty one
+# meaning the kubeconfig's current context
 MODULE_DEFAULTS = {GROUP: dict((option, '{{ %s | default(omit) }}' % var) for option, var in CONNECTION_VARS)}
+MODULE_DEFAULTS[GROUP]['context'] = ("{{ gpuops_context | default(lookup('ansible.builtin.env', 'GPUOPS_CONTEXT'), true) "
+                                     "| default(omit, true) }}")
 # every play runs for the hosts gpuops_clusters names (one host per cluster, docs/multi-cluster.md), else localhost
 HOSTS = "{{ gpuops_clusters | default('localhost') }}"
 FQCN = re.compile(r'^[a-z0-9_]+\.[a-z0-9_]+\.[a-z0-9_]+$')
@@ -32,7 +36,7 @@ FQCN = re.compile(r'^[a-z0-9_]+\.[a-z0-9_]+\.[a-z0-9_]+$')
 LOCAL = {'ansible.builtin.' + name for name in (
     'assert', 'copy', 'debug', 'fail', 'file', 'import_playbook', 'import_role', 'import_tasks', 'include_role',
     'include_tasks', 'include_vars', 'meta', 'pause', 'set_fact', 'set_stats', 'slurp', 'stat', 'tempfile', 'template',
-    'validate_argument_spec')}
+    'validate_argument_spec')} | {'kubernetes.core.helm_pull'}  # helm pull: a chart repository, never a cluster
 BLOCKS = ('block', 'rescue', 'always')
 
 
