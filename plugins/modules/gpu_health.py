@@ -16,7 +16,9 @@ description:
   - Finds the GPU nodes whose GPUs are unhealthy, that is, where C(status.allocatable) is below C(status.capacity)
     for C(nvidia.com/gpu), C(nvidia.com/gpu.shared) or a C(nvidia.com/mig-*) resource (the NVIDIA device plugin
     marks a device unhealthy after a critical XID error and kubelet then keeps it out of allocatable), or that have
-    Events with one of O(event_reasons) newer than O(window_minutes).
+    Events with one of O(event_reasons) newer than O(window_minutes), or, with O(prometheus_url), one of whose GPUs
+    reports an XID to NVIDIA's DCGM exporter (C(DCGM_FI_DEV_XID_ERRORS), the code of the GPU's last XID error, not 0
+    and not one of O(ignored_xids)).
   - Nodes whose device plugin is not serving on purpose (MIG change pending, device plugin paused or switched
     off, a MIG or sharing rollout working on the node) are skipped and listed with the reason.
   - With O(policy=quarantine), cordons every unhealthy node, records why and since when in the annotation
@@ -24,7 +26,8 @@ description:
     moves its GPU pods off through the Eviction API (PodDisruptionBudgets honoured), as the MIG and sharing
     rollouts do. A node already quarantined is not changed again; GPU pods still on it are moved off.
   - With O(policy=return), a node this module quarantined whose allocatable equals its capacity again is
-    uncordoned (only when this module cordoned it), its taint removed, and the annotation records the return;
+    uncordoned (only when this module cordoned it; with O(prometheus_url), only once none of its GPUs reports an XID
+    either), its taint removed, and the annotation records the return;
     XID Events from before the return are not counted again. Nodes this module did not quarantine are never
     uncordoned.
   - A run with something to write takes the rollout lock first, the Lease C(gpuops-gpu-rollout) that MIG and sharing
@@ -33,7 +36,9 @@ description:
     its purpose, its nodes and since when (or waits O(lock_timeout) for it). It then reads the nodes and plans again
     under the lock, and releases it at the end, also on failure. Check mode and a run with nothing to write never
     take it (check mode reports it as RV(lock)).
-  - Every input is checked, and every node read, before the first write.
+  - Every input is checked, and every node read, before the first write. With O(prometheus_url), Prometheus is asked
+    first; a URL that does not answer, refuses the credentials, is not the Prometheus HTTP API or refuses the query
+    fails the module with that reason and nothing changed.
 extends_documentation_fragment: [kubernetes.core.k8s_auth_options, gpuops.gpu.auth]
 attributes:
   check_mode:
@@ -100,6 +105,54 @@ options:
     description: Seconds between checks while pods leave a node.
     type: float
     default: 2
+  prometheus_url:
+    description:
+      - Base URL of a Prometheus (or Thanos querier) that scrapes NVIDIA's DCGM exporter, for example
+        V(https://thanos-querier.openshift-monitoring.svc:9091) on OpenShift; the module asks C(GET /api/v1/query) for
+        the last XID of every GPU by node (C(max by (Hostname, gpu, UUID)) of C(DCGM_FI_DEV_XID_ERRORS), with the
+        exporter's newer C(hostname) label copied into C(Hostname)).
+      - Not set, DCGM metrics are not read.
+    type: str
+  prometheus_token:
+    description: Bearer token for O(prometheus_url) (for OpenShift's thanos-querier, a service account's token).
+    type: str
+  prometheus_username:
+    description: User for basic authentication to O(prometheus_url) (instead of O(prometheus_token)).
+    type: str
+  prometheus_password:
+    description: Password of O(prometheus_username).
+    type: str
+  prometheus_validate_certs:
+    description: Verify the TLS certificate of O(prometheus_url).
+    type: bool
+    default: true
+  prometheus_ca_cert:
+    description: CA certificate file that signed the certificate of O(prometheus_url) (for example the service CA).
+    type: path
+  prometheus_client_cert:
+    description: Client certificate file for O(prometheus_url) (mutual TLS).
+    type: path
+  prometheus_client_key:
+    description: Key file of O(prometheus_client_cert).
+    type: path
+  prometheus_timeout:
+    description: Seconds to wait for the answer of O(prometheus_url) (1 to 300).
+    type: int
+    default: 10
+  prometheus_node_label:
+    description:
+      - The label of the DCGM series that holds the node name. The exporter writes C(Hostname) (C(hostname) in its
+        newer versions, copied into C(Hostname) by the query); set another one when the scrape configuration
+        relabels it (for example V(node)).
+    type: str
+    default: Hostname
+  ignored_xids:
+    description:
+      - XID codes that do not make a node unhealthy. The default is the list NVIDIA's device plugin ignores as
+        application errors (13, 31, 43, 45, 68, 109); V([]) counts every XID.
+    type: list
+    elements: int
+    default: [13, 31, 43, 45, 68, 109]
   lock_timeout:
     description:
       - Seconds to wait for the rollout lock while another run holds it (0 to 604800). V(0) fails at once, naming who
@@ -152,6 +205,13 @@ EXAMPLES = r'''
 - name: Bring the repaired nodes back
   gpuops.gpu.gpu_health:
     policy: return
+
+- name: Also count the XIDs the DCGM exporter reports (OpenShift's monitoring stack)
+  gpuops.gpu.gpu_health:
+    policy: quarantine
+    prometheus_url: https://thanos-querier.openshift-monitoring.svc:9091
+    prometheus_token: "{{ monitoring_reader_token }}"   # a token allowed to query it (cluster-monitoring-view)
+    prometheus_ca_cert: service-ca.crt                   # the CA of its certificate (the service CA)
 '''
 
 RETURN = r'''
@@ -173,10 +233,15 @@ skipped:
   sample: {a100-1: "MIG change pending (nvidia.com/mig.config.state=pending)"}
 nodes:
   description: Every GPU node looked at, with C(unhealthy), C(reasons), C(skipped), C(lost) (per resource its
-    C(allocatable) and C(capacity)) and C(events) (the number of recent error Events).
+    C(allocatable) and C(capacity)), C(events) (the number of recent error Events) and C(xids) (the GPUs reporting
+    an XID to DCGM, each with C(gpu), C(uuid), C(xid); empty without O(prometheus_url)).
   returned: always
   type: list
   elements: dict
+  sample: [{"name": "a100-0", "unhealthy": true, "skipped": null, "events": 1,
+            "reasons": ["nvidia.com/gpu allocatable 7 < capacity 8", "DCGM: GPU 0 (GPU-8a1f...) last XID 79"],
+            "lost": {"nvidia.com/gpu": {"allocatable": 7, "capacity": 8}},
+            "xids": [{"gpu": "0", "uuid": "GPU-8a1f...", "xid": 79}]}]
 actions:
   description:
     - One entry per node the policy acts on, with C(node), C(action) (V(quarantine) or V(return)), C(reason),
@@ -192,10 +257,17 @@ evicted:
   type: dict
   sample: {a100-0: ["team-a/train-0"]}
 failed:
-  description: Per node, why its GPU pods could not be moved off.
+  description: Per node, why its GPU pods could not be moved off (empty when every drain finished).
   returned: always
   type: dict
-  sample: {}
+  sample: {"a100-0": "eviction of team-a/train-0 blocked by PodDisruptionBudget team-a/train after 300s"}
+dcgm:
+  description:
+    - With O(prometheus_url), what was asked and who answered - C(url), C(query) (the PromQL), C(reporting) (the
+      nodes with series) and C(missing) (GPU nodes without any, also a warning).
+  returned: when prometheus_url is set
+  type: dict
+  sample: {"url": "https://thanos-querier.openshift-monitoring.svc:9091", "reporting": ["a100-0"], "missing": []}
 lock:
   description:
     - The rollout lock as check mode found it (one read, nothing written), with C(state) (V(free), V(held) by another
@@ -207,7 +279,8 @@ lock:
 '''
 
 from ansible_collections.gpuops.gpu.plugins.module_utils.k8s.runner import argument_spec, gpu_module, run_module
-from ansible_collections.gpuops.gpu.plugins.module_utils.plans.gpu_health import DEFAULT_EVENT_REASONS, POLICIES
+from ansible_collections.gpuops.gpu.plugins.module_utils.plans.gpu_health import (
+    APPLICATION_XIDS, DEFAULT_EVENT_REASONS, POLICIES)
 from ansible_collections.gpuops.gpu.plugins.module_utils.rollout.gpu_health import run
 
 
@@ -226,6 +299,17 @@ def main():
         force=dict(type='bool', default=False),
         max_nodes=dict(type='int', default=5),
         poll_interval=dict(type='float', default=2),
+        prometheus_url=dict(type='str'),
+        prometheus_token=dict(type='str', no_log=True),
+        prometheus_username=dict(type='str'),
+        prometheus_password=dict(type='str', no_log=True),
+        prometheus_validate_certs=dict(type='bool', default=True),
+        prometheus_ca_cert=dict(type='path'),
+        prometheus_client_cert=dict(type='path'),
+        prometheus_client_key=dict(type='path', no_log=False),
+        prometheus_timeout=dict(type='int', default=10),
+        prometheus_node_label=dict(type='str', default='Hostname'),
+        ignored_xids=dict(type='list', elements='int', default=list(APPLICATION_XIDS)),
         lock_timeout=dict(type='int', default=0),
         lock_duration=dict(type='int', default=120),
         lock_holder=dict(type='str'),

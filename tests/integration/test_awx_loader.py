@@ -17,9 +17,10 @@ option names, tests/unit/extensions/test_awx_argspec.py), for:
 | controller_inventories        | inventory            | all (variables)                                            |
 | controller_hosts              | host                 | all (variables: AWX-side Jinja)                            |
 | controller_notifications      | notification_template| all (messages: AWX-side Jinja; the vaulted URL, password)  |
-| controller_templates          | job_template         | those holding AWX-side Jinja, and those the workflow runs  |
+| controller_templates          | job_template         | those holding AWX-side Jinja, those the workflow and the   |
+|                               |                      | schedules run                                              |
 | controller_workflows          | workflow_job_template| the MIG workflow, with its workflow_nodes                  |
-| controller_schedules          | schedule             | the nightly report                                         |
+| controller_schedules          | schedule             | the nightly report and the nightly GPU health report       |
 
 The project is seeded in the stand-in (awx.awx.project waits for the project's SCM update, which needs AWX), as
 are the organization and AWX's managed bearer-token credential type. How a module sends an option: under the same
@@ -58,7 +59,8 @@ PLAN = (('controller_credential_types', 'credential_type', None),
         ('controller_notifications', 'notification_template', None),
         ('controller_templates', 'job_template', 'templates'),
         ('controller_workflows', 'workflow_job_template', ['gpuops.gpu {cluster} mig workflow']),
-        ('controller_schedules', 'schedule', ['gpuops.gpu {cluster} nightly report']))
+        ('controller_schedules', 'schedule', ['gpuops.gpu {cluster} nightly report',
+                                              'gpuops.gpu {cluster} nightly gpu health']))
 SECRET_LISTS = ('controller_credentials', 'controller_notifications')
 # the option -> the collection its name is resolved in (sent as an id)
 REFERENCES = {'organization': 'organizations', 'project': 'projects', 'inventory': 'inventories',
@@ -124,14 +126,17 @@ def expected_objects():
     chosen = dict((v, [n.format(cluster=context['gpuops_awx_cluster']) for n in names] if isinstance(names, list)
                    else names) for v, _m, names in PLAN)
     workflow = next(w for w in lists['controller_workflows'] if w['name'] in chosen['controller_workflows'])
-    chosen['controller_templates'] = templates_to_run(lists['controller_templates'], workflow)
+    schedules = [s for s in lists['controller_schedules'] if s['name'] in chosen['controller_schedules']]
+    chosen['controller_templates'] = templates_to_run(lists['controller_templates'], workflow, schedules)
     return dict((v, [o for o in lists[v] if names is None or o['name'] in names]) for v, names in chosen.items())
 
 
-def templates_to_run(templates, workflow):
-    """Job templates holding AWX-side Jinja (a '{{' left after templating), and those ``workflow`` runs."""
+def templates_to_run(templates, workflow, schedules=()):
+    """Job templates holding AWX-side Jinja (a '{{' left after templating), and those ``workflow`` and
+    ``schedules`` run."""
     run = set(n['unified_job_template']['name'] for n in workflow['workflow_nodes']
               if n['unified_job_template']['type'] == 'job_template')
+    run.update(s['unified_job_template'] for s in schedules)
     return [t['name'] for t in templates if t['name'] in run or '{{' in json.dumps(t)]
 
 

@@ -4,15 +4,28 @@ XidCriticalError Event), and the gpu_health role takes exactly that node out of 
 apply cordons it, records the reason and moves its GPU pod off; t4-0 and its pod stay as they are; a second run
 changes nothing), then, after the simulated repair, returns it to service. Nothing else on any node changes.
 While another run (a MIG rollout) holds the rollout lock, the quarantine is refused before any write, naming that
-run and its purpose; check mode still plans and reports the lock; the lock is released after the apply."""
+run and its purpose; check mode still plans and reports the lock; the lock is released after the apply.
+
+DCGM XID metrics through the real Prometheus server (built from its Go module, tests/testbed/prometheus/build.sh)
+scraping the simulator's DCGM exporter on loopback every second: a critical XID on a100-0 is one more reason; an
+application XID on t4-0 (the device plugin ignores it, so only DCGM knows) counts only when ignored_xids says so;
+a URL that does not answer, or that is not Prometheus, stops the run before any write; the return waits while DCGM
+still reports a counted XID."""
 
 import datetime
 import json
 import os
+import socket
+import subprocess
+import time
+import urllib.parse
+import urllib.request
+
+import pytest
 
 from kubernetes import client
 
-from ansible_run import changed_tasks, facts_diff, node_facts, run_role
+from ansible_run import changed_tasks, facts_diff, node_facts, run_play, run_role
 from conftest import REPO, create_namespace, gpu_pod, wait_until
 
 TESTBED_CONFIG = os.path.join(REPO, 'tests', 'testbed', 'configs', 'tiny.yaml')
@@ -69,7 +82,7 @@ def other_changes(core, before):
 
 
 def test_unhealthy_gpu_node_is_quarantined_then_returned_and_nothing_else_changes(testbed, core, api_client,
-                                                                                 operator_ns):
+                                                                                  operator_ns):
     coordination = client.CoordinationV1Api(api_client)
     wait_until('GPUs advertised', lambda: allocatable(core, BAD) == '8' and allocatable(core, GOOD) == '1', 120)
     ns = create_namespace(core, 'gpu-health-it')
@@ -135,3 +148,118 @@ def test_unhealthy_gpu_node_is_quarantined_then_returned_and_nothing_else_change
     assert diff[0].startswith('%s annotation %s: None -> ' % (BAD, ANN)), diff
     assert pods(core, ns) == [('serve', GOOD)]
     core.delete_namespace(ns)
+
+
+def free_port():
+    sock = socket.socket()
+    sock.bind(('127.0.0.1', 0))
+    port = sock.getsockname()[1]
+    sock.close()
+    return port
+
+
+def promql(url, query):
+    """The instant vector of ``query`` as {(Hostname, gpu): value}."""
+    with urllib.request.urlopen('%s/api/v1/query?%s' % (url, urllib.parse.urlencode({'query': query})), timeout=5) as r:
+        answer = json.loads(r.read())
+    return dict(((s['metric'].get('Hostname'), s['metric'].get('gpu')), s['value'][1])
+                for s in answer['data']['result'])
+
+
+def answers(proc, url):
+    """Prometheus runs and has scraped the exporter (a series of t4-0)."""
+    assert proc.poll() is None, 'prometheus exited with %s' % proc.returncode
+    try:
+        return bool(promql(url, 'DCGM_FI_DEV_XID_ERRORS{Hostname="%s"}' % GOOD))
+    except OSError:  # not listening yet
+        return False
+
+
+@pytest.fixture(scope='module')
+def exporter(testbed):
+    """The base URL of the simulator's DCGM exporter (gpusim's dcgm-exporter agent writes its URL on start)."""
+    path = os.path.join(testbed.state_dir, 'dcgm-exporter.url')
+    wait_until('the simulated DCGM exporter', lambda: os.path.exists(path), 60)
+    with open(path) as handle:
+        return handle.read().strip().rsplit('/metrics', 1)[0]
+
+
+@pytest.fixture(scope='module')
+def prometheus(exporter, tmp_path_factory):
+    """The URL of a real Prometheus (v0.316.0, built once and cached) scraping the DCGM exporter every second."""
+    started = time.monotonic()
+    binary = subprocess.run(['bash', os.path.join(REPO, 'tests', 'testbed', 'prometheus', 'build.sh')], check=True,
+                            stdout=subprocess.PIPE, text=True).stdout.strip().splitlines()[-1]
+    built = time.monotonic() - started
+    folder = tmp_path_factory.mktemp('prometheus')
+    config = folder / 'prometheus.yml'
+    config.write_text(json.dumps({'global': {'scrape_interval': '1s', 'evaluation_interval': '1s'}, 'scrape_configs': [
+        {'job_name': 'dcgm-exporter', 'static_configs': [{'targets': [exporter.split('//', 1)[1]]}]}]}))
+    url = 'http://127.0.0.1:%d' % free_port()
+    proc = subprocess.Popen([binary, '--config.file=%s' % config, '--storage.tsdb.path=%s' % (folder / 'data'),
+                             '--web.listen-address=%s' % url.split('//', 1)[1], '--log.level=warn',
+                             # the scrape manager applies new targets after this; 5s by default (a hidden flag)
+                             '--scrape.discovery-reload-interval=100ms'],
+                            stdout=subprocess.DEVNULL, stderr=open(str(folder / 'prometheus.log'), 'w'))
+    try:
+        started = time.monotonic()
+        wait_until('Prometheus scraped the DCGM exporter', lambda: answers(proc, url), 30, 0.1)
+        print('prometheus: build step %.1fs, start to first scrape %.1fs' % (built, time.monotonic() - started))
+        yield url
+    finally:
+        proc.terminate()
+        proc.wait(10)
+
+
+def health_task(name, operator_ns, check=False, **args):
+    args.update(operator_namespace=operator_ns, window_minutes=0, poll_interval=0.2)
+    return {'name': name, 'gpuops.gpu.gpu_health': args, 'ignore_errors': True, 'check_mode': check}
+
+
+def xid_seen(url, node, value):
+    return promql(url, 'DCGM_FI_DEV_XID_ERRORS{Hostname="%s",gpu="0"}' % node).get((node, '0')) == str(value)
+
+
+def test_dcgm_xid_metrics_through_prometheus(testbed, core, exporter, prometheus, operator_ns):
+    kc = testbed.kubeconfig
+    wait_until('GPUs advertised', lambda: allocatable(core, BAD) == '8' and allocatable(core, GOOD) == '1', 120)
+    core.patch_node(BAD, {'metadata': {'annotations': {UNHEALTHY: '1:79'}}})    # GPU 0 fell off the bus
+    core.patch_node(GOOD, {'metadata': {'annotations': {UNHEALTHY: '1:13'}}})   # an application's fault
+    wait_until('both XIDs scraped', lambda: xid_seen(prometheus, BAD, 79) and xid_seen(prometheus, GOOD, 13), 30, 0.2)
+    assert allocatable(core, BAD) == '7' and allocatable(core, GOOD) == '1', 'the device plugin ignores XID 13'
+    before = node_facts(core)
+    dead = 'http://127.0.0.1:%d' % free_port()
+    rc, results, raw = run_play(kc, [
+        health_task('dead', operator_ns, prometheus_url=dead),
+        health_task('not prometheus', operator_ns, prometheus_url=exporter),
+        health_task('plan', operator_ns, check=True, prometheus_url=prometheus),
+        health_task('plan every xid', operator_ns, check=True, prometheus_url=prometheus, ignored_xids=[])])
+    assert results['dead']['failed'] and results['not prometheus']['failed'], raw[-3000:]
+    assert 'prometheus_url %s: does not answer' % dead in results['dead']['msg']
+    assert ('prometheus_url %s: not the Prometheus HTTP API: GET /api/v1/query answered HTTP 404' % exporter
+            in results['not prometheus']['msg'])
+    assert not results['dead']['changed'] and facts_diff(before, node_facts(core)) == [], 'written before the check'
+    plan, every = results['plan'], results['plan every xid']
+    assert plan['unhealthy'] == [BAD] and plan['dcgm']['reporting'] == [BAD, GOOD] and plan['dcgm']['missing'] == []
+    [action] = plan['actions']
+    assert 'nvidia.com/gpu allocatable 7 < capacity 8' in action['reason']
+    assert 'DCGM: GPU 0 (GPU-' in action['reason'] and ') last XID 79' in action['reason']
+    assert every['unhealthy'] == [BAD, GOOD]
+    assert [a['reason'] for a in every['actions'] if a['node'] == GOOD][0].startswith('DCGM: GPU 0 (GPU-')
+
+    applied = health(testbed, 'quarantine', gpu_health_prometheus_url=prometheus, gpu_health_window_minutes=0)[0]
+    assert [(a['node'], a['action']) for a in applied['actions']] == [(BAD, 'quarantine')] and applied['changed']
+    assert core.read_node(BAD).spec.unschedulable and not core.read_node(GOOD).spec.unschedulable
+
+    # the GPU is back, its last XID now one that does not count by default: returned unless every XID counts
+    core.patch_node(BAD, {'metadata': {'annotations': {UNHEALTHY: '1:13'}}})
+    wait_until('%s repaired' % BAD, lambda: allocatable(core, BAD) == '8' and xid_seen(prometheus, BAD, 13), 30, 0.2)
+    rc, results, raw = run_play(kc, [
+        health_task('held', operator_ns, check=True, policy='return', prometheus_url=prometheus, ignored_xids=[]),
+        health_task('return', operator_ns, policy='return', prometheus_url=prometheus)])
+    assert results['held']['actions'] == [] and not results['return'].get('failed'), raw[-3000:]
+    assert [(a['node'], a['action']) for a in results['return']['actions']] == [(BAD, 'return')]
+    assert not core.read_node(BAD).spec.unschedulable
+    assert [line for line in facts_diff(before, node_facts(core)) if not line.startswith(BAD)] == []
+    for name in (BAD, GOOD):
+        core.patch_node(name, {'metadata': {'annotations': {UNHEALTHY: None}}})

@@ -7,7 +7,9 @@
 A GPU node is *unhealthy* when, for ``nvidia.com/gpu``, ``nvidia.com/gpu.shared`` or a
 ``nvidia.com/mig-*`` resource, ``status.allocatable`` is below ``status.capacity`` (kubelet keeps an
 unhealthy device in capacity only: docs/facts.md#unhealthy-gpus), or when Events naming it with one of
-``event_reasons`` (default ``XidCriticalError``) are newer than ``window_minutes``.
+``event_reasons`` (default ``XidCriticalError``) are newer than ``window_minutes``, or, when the user gives a
+Prometheus URL, when one of its GPUs reports an XID to the DCGM exporter (``DCGM_FI_DEV_XID_ERRORS``, the code of
+the last XID of the GPU, not 0 and not one of ``ignored_xids``: docs/facts.md#dcgm-exporter).
 A node whose device plugin is known not to serve (MIG change pending, device plugin paused or switched off,
 a rollout working on it) is *skipped*: its allocatable is 0 by design.
 
@@ -17,8 +19,8 @@ Policies:
   the annotation ``gpuops.gpu/gpu-health`` records ``{"state": "quarantined", "reason", "since",
   "cordoned", "tainted"}`` (``cordoned``: whether we cordoned it; ``tainted``: whether we added
   :data:`TAINT`). A node already quarantined is left as it is.
-- ``return``: a node *we* quarantined whose allocatable equals its capacity again is uncordoned (only when
-  we cordoned it), our taint is removed and the annotation says ``{"state": "returned", "since", "reason"}``;
+- ``return``: a node *we* quarantined whose allocatable equals its capacity again (and, with DCGM metrics, none
+  of whose GPUs reports an XID any more) is uncordoned (only when we cordoned it), our taint is removed and the annotation says ``{"state": "returned", "since", "reason"}``;
   XID Events from before the return are not counted again. A node we did not quarantine is never touched.
 
 ``now`` is seconds since the epoch (UTC); event times are read as UTC.
@@ -39,15 +41,24 @@ from ansible_collections.gpuops.gpu.plugins.module_utils.gpu import node as gn
 
 POLICIES = ('quarantine', 'return')
 DEFAULT_EVENT_REASONS = ('XidCriticalError',)
+# The XIDs NVIDIA's device plugin treats as application errors (docs/facts.md#unhealthy-gpus): not the GPU's fault
+APPLICATION_XIDS = (13, 31, 43, 45, 68, 109)
+XID_METRIC = 'DCGM_FI_DEV_XID_ERRORS'
 TAINT = {'key': 'gpuops.gpu/gpu-unhealthy', 'effect': 'NoSchedule'}
 QUARANTINED = 'quarantined'
 RETURNED = 'returned'
 _TIME = re.compile(r'^(\d{4})-(\d\d)-(\d\d)T(\d\d):(\d\d):(\d\d)')
 
 
-def input_errors(policy, window_minutes, event_reasons, max_nodes):
+def _whole(value):
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def input_errors(policy, window_minutes, event_reasons, max_nodes, ignored_xids=APPLICATION_XIDS):
     """Every error of the settings, as sentences (empty when they are fine)."""
     errors = []
+    if not isinstance(ignored_xids, (list, tuple)) or not all(_whole(x) and x > 0 for x in ignored_xids):
+        errors.append('ignored_xids must be a list of XID codes (whole numbers > 0), not %r' % (ignored_xids,))
     if policy not in POLICIES:
         errors.append('policy must be one of %s, not %r' % (', '.join(POLICIES), policy))
     if not isinstance(window_minutes, int) or isinstance(window_minutes, bool) or window_minutes < 0:
@@ -117,6 +128,43 @@ def lost_devices(node):
                 if allocatable.get(res, 0) < cap)
 
 
+def xid_query(node_label='Hostname'):
+    """The PromQL of the last XID per GPU, by node: the exporter names the node ``Hostname`` (``hostname`` after
+    NVIDIA/dcgm-exporter d5e5f51; copied into ``Hostname`` here, as the monitoring role's alerts do)."""
+    return ('max by (%s, gpu, UUID) (label_replace(%s, "Hostname", "$1", "hostname", "(.+)"))'
+            % (node_label, XID_METRIC))
+
+
+def xids_by_node(answer, node_label='Hostname', ignored_xids=APPLICATION_XIDS):
+    """({node: [{'gpu', 'uuid', 'xid'}]} of the GPUs reporting an XID that counts, the set of nodes with any
+    series) from the JSON answer of the Prometheus HTTP API to :func:`xid_query`. Raises ValueError when the
+    answer is not one (no ``status``/``data``, not a vector)."""
+    if not isinstance(answer, dict) or answer.get('status') != 'success' or not isinstance(answer.get('data'), dict):
+        raise ValueError('not an answer of the Prometheus HTTP API (status "success" with data)')
+    data = answer['data']
+    if data.get('resultType') != 'vector' or not isinstance(data.get('result'), list):
+        raise ValueError('the answer is a %r, not an instant vector' % (data.get('resultType'),))
+    found, reporting = {}, set()
+    for sample in data['result']:
+        labels = sample.get('metric') or {}
+        node = labels.get(node_label)
+        try:
+            xid = int(float(sample['value'][1]))
+        except (KeyError, IndexError, TypeError, ValueError):
+            continue
+        if not node:
+            continue
+        reporting.add(node)
+        if xid and xid not in ignored_xids:
+            found.setdefault(node, []).append({'gpu': labels.get('gpu', '?'), 'uuid': labels.get('UUID', ''),
+                                               'xid': xid})
+    return dict((n, sorted(g, key=lambda x: str(x['gpu']))) for n, g in found.items()), reporting
+
+
+def _xid_reason(gpus):
+    return 'DCGM: %s' % ', '.join('GPU %s (%s) last XID %d' % (g['gpu'], g['uuid'] or '?', g['xid']) for g in gpus)
+
+
 def skip_reason(node):
     """Why the node's allocatable says nothing about its GPUs now (None when it does)."""
     labels = labels_of(node)
@@ -130,22 +178,31 @@ def skip_reason(node):
     return None
 
 
-def assess(node, events, now, window_minutes=60, event_reasons=DEFAULT_EVENT_REASONS):
-    """{'name', 'unhealthy', 'reasons', 'skipped', 'lost', 'events', 'record'} of one node."""
+def assess(node, events, now, window_minutes=60, event_reasons=DEFAULT_EVENT_REASONS, xids=None):
+    """{'name', 'unhealthy', 'reasons', 'skipped', 'lost', 'events', 'xids', 'record'} of one node; ``xids``: the
+    node's GPUs reporting an XID (:func:`xids_by_node`), None without DCGM metrics."""
     name = meta_of(node).get('name')
     rec = record(node)
     after = epoch_of(rec.get('since')) if rec.get('state') == RETURNED else None
     lost = lost_devices(node)
-    xids = recent_events(events, name, now, window_minutes, event_reasons, after)
+    recent = recent_events(events, name, now, window_minutes, event_reasons, after)
+    gpus = xids_of(xids, name)
     reasons = ['%s allocatable %d < capacity %d' % (res, alloc, cap) for res, (alloc, cap) in lost.items()]
-    if xids:
+    if recent:
         reasons.append('%d %s Event(s) in the last %d min, newest: %s' % (
-            len(xids), '/'.join(sorted(set(e.get('reason') for e in xids))), window_minutes,
-            (xids[0].get('message') or '').strip()[:200]))
+            len(recent), '/'.join(sorted(set(e.get('reason') for e in recent))), window_minutes,
+            (recent[0].get('message') or '').strip()[:200]))
+    if gpus:
+        reasons.append(_xid_reason(gpus))
     skipped = skip_reason(node)
     return {'name': name, 'unhealthy': bool(reasons) and not skipped, 'reasons': reasons, 'skipped': skipped,
             'lost': dict((k, {'allocatable': a, 'capacity': c}) for k, (a, c) in lost.items()),
-            'events': len(xids), 'record': rec}
+            'events': len(recent), 'xids': gpus, 'record': rec}
+
+
+def xids_of(xids, name):
+    """The node's GPUs reporting an XID ([] without DCGM metrics or when none does)."""
+    return list((xids or {}).get(name) or [])
 
 
 def node_view(node):
@@ -193,21 +250,22 @@ def _return(node, info, now_iso):
 
 
 def _returnable(info):
-    return info['record'].get('state') == QUARANTINED and not info['lost'] and not info['skipped']
+    return info['record'].get('state') == QUARANTINED and not info['lost'] and not info['xids'] and not info['skipped']
 
 
 def plan(nodes, events, policy, now, now_iso, window_minutes=60, event_reasons=DEFAULT_EVENT_REASONS,
-         taint=False, max_nodes=0):
+         taint=False, max_nodes=0, xids=None):
     """The plan for the GPU nodes among ``nodes``: {'policy', 'nodes': [assessments], 'actions': [{'node',
-    'action', 'reason', 'before', 'after', 'changed'}], 'unhealthy', 'skipped', 'quarantined'}. Raises
-    ValueError with every input error, or when ``max_nodes`` (> 0) new quarantines would be exceeded."""
+    'action', 'reason', 'before', 'after', 'changed'}], 'unhealthy', 'skipped', 'quarantined'}; ``xids``: the
+    GPUs reporting an XID by node (:func:`xids_by_node`), None without DCGM metrics. Raises ValueError with
+    every input error, or when ``max_nodes`` (> 0) new quarantines would be exceeded."""
     errors = input_errors(policy, window_minutes, event_reasons, max_nodes)
     if errors:
         raise ValueError('; '.join(errors))
     infos, actions = [], []
     by_name = {}
     for node in sorted((n for n in nodes if gn.is_gpu_node(n)), key=lambda n: meta_of(n).get('name') or ''):
-        info = assess(node, events, now, window_minutes, tuple(event_reasons))
+        info = assess(node, events, now, window_minutes, tuple(event_reasons), xids)
         infos.append(info)
         by_name[info['name']] = node
     for info in infos:
@@ -217,7 +275,8 @@ def plan(nodes, events, policy, now, now_iso, window_minutes=60, event_reasons=D
             actions.append(_action(info, 'quarantine', '; '.join(info['reasons']), before, after))
         elif policy == 'return' and _returnable(info):
             before, after = _return(node, info, now_iso)
-            actions.append(_action(info, 'return', 'allocatable equals capacity again', before, after))
+            actions.append(_action(info, 'return', 'allocatable equals capacity again%s'
+                                   % (' and no GPU reports an XID' if xids is not None else ''), before, after))
     states = dict((i['name'], i['record'].get('state')) for i in infos)
     new = [a['node'] for a in actions if a['action'] == 'quarantine' and states[a['node']] != QUARANTINED]
     if max_nodes and len(new) > max_nodes:

@@ -25,6 +25,7 @@ import time
 from ansible_collections.gpuops.gpu.plugins.module_utils.common.errors import GpuOpsError, InputError
 from ansible_collections.gpuops.gpu.plugins.module_utils.common.objects import meta_of
 from ansible_collections.gpuops.gpu.plugins.module_utils.k8s.runner import ModuleRun
+from ansible_collections.gpuops.gpu.plugins.module_utils.ops import prometheus
 from ansible_collections.gpuops.gpu.plugins.module_utils.plans import gpu_health as gh
 from ansible_collections.gpuops.gpu.plugins.module_utils.rollout import drain as dr
 from ansible_collections.gpuops.gpu.plugins.module_utils.rollout.api import RolloutApi, now_iso
@@ -42,8 +43,27 @@ class GpuHealthRun(ModuleRun):
     def __init__(self, conn, params, check_mode, **kwargs):
         super(GpuHealthRun, self).__init__(conn, params, check_mode, **kwargs)
         self.api = RolloutApi(conn)
+        self.dcgm = None
+
+    def xids(self):
+        """The GPUs reporting an XID by node, from the DCGM exporter's metric through Prometheus (None without
+        ``prometheus_url``); ``self.dcgm`` says what was asked and which nodes answered."""
+        p = self.params
+        if not p.get('prometheus_url'):
+            return None
+        promql = gh.xid_query(p['prometheus_node_label'])
+        try:
+            found, reporting = gh.xids_by_node(prometheus.query(p, promql), p['prometheus_node_label'],
+                                               p['ignored_xids'])
+        except ValueError as exc:
+            raise InputError('prometheus_url %s: %s; nothing was changed' % (p['prometheus_url'], exc))
+        self.dcgm = {'url': p['prometheus_url'], 'query': promql, 'reporting': sorted(reporting)}
+        return found
 
     def read(self):
+        """(GPU nodes, Node Events, GPUs reporting an XID by node or None): Prometheus first, so a bad URL fails
+        before anything else is read."""
+        xids = self.xids()
         nodes = self.conn.call(self.conn.core.list_node, label_selector=self.params['label_selector']).get('items', [])
         names = set(self.params['nodes'] or [])
         missing = names - set(meta_of(n).get('name') for n in nodes)
@@ -56,15 +76,23 @@ class GpuHealthRun(ModuleRun):
         if self.params['window_minutes']:
             events = self.conn.call(self.conn.core.list_event_for_all_namespaces,
                                     field_selector='involvedObject.kind=Node').get('items', [])
-        return nodes, events
+        return nodes, events, xids
 
-    def plan(self, nodes, events):
+    def plan(self, nodes, events, xids):
         p = self.params
         try:
-            return gh.plan(nodes, events, p['policy'], time.time(), now_iso(), p['window_minutes'],
-                           p['event_reasons'], p['taint'], p['max_nodes'])
+            planned = gh.plan(nodes, events, p['policy'], time.time(), now_iso(), p['window_minutes'],
+                              p['event_reasons'], p['taint'], p['max_nodes'], xids)
         except ValueError as exc:
             raise InputError(str(exc))
+        if xids is not None:
+            self.dcgm['missing'] = sorted(set(i['name'] for i in planned['nodes']) - set(self.dcgm['reporting']))
+            if self.dcgm['missing']:
+                self.api.warn('no %s series in Prometheus for GPU node(s) %s (by the label %s): their XIDs are not '
+                              'known; is the DCGM exporter running there and scraped, and does prometheus_node_label '
+                              'name the label that holds the node name?' % (gh.XID_METRIC, ', '.join(
+                                  self.dcgm['missing']), p['prometheus_node_label']))
+        return planned
 
     def pods_to_move(self, name, pdbs):
         """(refs of the GPU pods the drain would evict, {ref: blocking PDBs})."""
@@ -101,6 +129,7 @@ def _input_errors(params):
         errors.append('drain_timeout must be >= 0 seconds, not %s' % params['drain_timeout'])
     if params['grace_period'] is not None and params['grace_period'] < 0:
         errors.append('grace_period must be >= 0 seconds, not %s' % params['grace_period'])
+    errors.extend(prometheus.url_errors(params))
     if params['poll_interval'] <= 0:
         errors.append('poll_interval must be > 0 seconds, not %s' % params['poll_interval'])
     if not 0 <= params['lock_timeout'] <= 7 * 24 * 3600:
@@ -108,7 +137,7 @@ def _input_errors(params):
     if not 10 <= params['lock_duration'] <= MAX_DURATION:
         errors.append('lock_duration must be between 10 and %s seconds, not %s' % (MAX_DURATION, params['lock_duration']))
     return errors + gh.input_errors(params['policy'], params['window_minutes'], params['event_reasons'],
-                                    params['max_nodes'])
+                                    params['max_nodes'], params['ignored_xids'])
 
 
 def _entry(action, plan_info):
@@ -126,10 +155,12 @@ def _moves(job, plan):
     return dict((name, job.pods_to_move(name, pdbs)) for name in sorted(drained))
 
 
-def _result(params, plan):
-    result = {'policy': params['policy'], 'unhealthy': plan['unhealthy'], 'skipped': plan['skipped'],
-              'nodes': [dict((k, i[k]) for k in ('name', 'unhealthy', 'reasons', 'skipped', 'lost', 'events'))
+def _result(job, plan):
+    result = {'policy': job.params['policy'], 'unhealthy': plan['unhealthy'], 'skipped': plan['skipped'],
+              'nodes': [dict((k, i[k]) for k in ('name', 'unhealthy', 'reasons', 'skipped', 'lost', 'events', 'xids'))
                         for i in plan['nodes']], 'actions': [], 'failed': {}}
+    if job.dcgm is not None:
+        result['dcgm'] = dict(job.dcgm)
     result['diff'] = {'before': dict((a['node'], a['before']) for a in plan['actions'] if a['changed']),
                       'after': dict((a['node'], a['after']) for a in plan['actions'] if a['changed'])}
     return result
@@ -151,12 +182,12 @@ def run(conn, params, check_mode):
     if errors:
         raise InputError('; '.join(errors))
     job = GpuHealthRun(conn, params, check_mode)
-    nodes, events = job.read()
-    plan = job.plan(nodes, events)
+    nodes, events, xids = job.read()
+    plan = job.plan(nodes, events, xids)
     moves = _moves(job, plan)
     work = _work(plan, moves)
     if check_mode:
-        result = _result(params, plan)
+        result = _result(job, plan)
         for action in plan['actions']:
             pods, blocking = moves.get(action['node'], ([], {}))
             result['actions'].append(_entry(action, {'would_evict': pods, 'blocking_pdbs': blocking}))
@@ -165,10 +196,10 @@ def run(conn, params, check_mode):
         result['warnings'] = list(job.api.warnings)
         if work and result['lock']['state'] == 'held':
             result['warnings'].append('check mode: the rollout lock is held by %s; a real run would wait lock_timeout '
-                                  '(%ss) for it, then fail' % (describe(result['lock']), params['lock_timeout']))
+                                      '(%ss) for it, then fail' % (describe(result['lock']), params['lock_timeout']))
         return result
     if not work:  # nothing to write: no lock (and no read of where it is)
-        result = _result(params, plan)
+        result = _result(job, plan)
         result['actions'] = [_entry(action, {'evicted': []}) for action in plan['actions']]
         result.update(evicted={}, changed=False, warnings=list(job.api.warnings))
         return result
@@ -176,10 +207,10 @@ def run(conn, params, check_mode):
     try:
         lock.hold(params['lock_timeout'], min(2.0, max(0.2, params['poll_interval'])))
         job.api.fence = lock.fence  # every node patch and eviction from now on proves the lease is still ours
-        nodes, events = job.read()  # the run this one waited for may have changed them
-        plan = job.plan(nodes, events)
+        nodes, events, xids = job.read()  # the run this one waited for may have changed them
+        plan = job.plan(nodes, events, xids)
         moves = _moves(job, plan)
-        result = _result(params, plan)
+        result = _result(job, plan)
         return _apply(job, plan, dict((meta_of(n).get('name'), n) for n in nodes), moves, result)
     finally:
         job.api.fence = None

@@ -12,8 +12,12 @@ MODES = ("auto", "always", "operator")
 
 DEFAULTS = {
     # Agents to run (threads). Any subset of: nfd, gfd, mig-manager, olm, machine-api, workload-logs,
-    # dra-kubelet-plugin.
-    "agents": ["nfd", "gfd", "mig-manager", "olm", "machine-api", "workload-logs", "dra-kubelet-plugin"],
+    # dra-kubelet-plugin, dcgm-exporter.
+    "agents": ["nfd", "gfd", "mig-manager", "olm", "machine-api", "workload-logs", "dra-kubelet-plugin",
+               "dcgm-exporter"],
+    # Loopback port of the dcgm-exporter agent's /metrics (0: one the kernel picks; its URL is written to
+    # $GPUOPS_TESTBED_STATE/dcgm-exporter.url).
+    "dcgm_exporter_port": 0,
     # Namespace of the GPU operator (ConfigMaps for mig-parted and the device plugin live here).
     # Empty: env OPERATOR_NAMESPACE, else "gpu-operator".
     "operator_namespace": "",
@@ -155,7 +159,8 @@ def validate(cfg):
             raise ConfigError("simulation.%s must be one of %s" % (key, ", ".join(MODES)))
     if cfg["nfd"] not in ("always", "on-cr"):
         raise ConfigError("simulation.nfd must be 'always' or 'on-cr'")
-    known = {"nfd", "gfd", "mig-manager", "olm", "machine-api", "workload-logs", "dra-kubelet-plugin"}
+    known = {"nfd", "gfd", "mig-manager", "olm", "machine-api", "workload-logs", "dra-kubelet-plugin",
+             "dcgm-exporter"}
     unknown = set(cfg["agents"]) - known
     if unknown:
         raise ConfigError("unknown agents: %s" % ", ".join(sorted(unknown)))

@@ -13,8 +13,9 @@ Test controls:
                               used when no such pod runs on the node)
   gpusim.gpuops.dev/reconfigure-seconds     per-node MIG reconfiguration time (overrides
                               simulation.mig_reconfigure_seconds; x slow_factor with inject=slow)
-  gpusim.gpuops.dev/unhealthy-gpus          "<n>" or "<n>:<xid>": the device plugin marks the first n GPUs
-                              unhealthy after an XID (default 79); removed = repaired (deviceplugin.py)
+  gpusim.gpuops.dev/unhealthy-gpus          "<n>" or "<n>:<xid>": the first n GPUs report the XID (default 79) to
+                              the DCGM exporter (dcgm.py) and the device plugin marks them unhealthy unless it is an
+                              application XID (APPLICATION_XIDS); removed = repaired (deviceplugin.py)
 Outputs (written by the simulator):
   gpusim.gpuops.dev/mig-applied           JSON, the MIG state of each GPU (survives restarts)
   gpusim.gpuops.dev/mig-error             reason of the last failed reconfiguration
@@ -92,6 +93,9 @@ def injections(node):
 
 
 DEFAULT_XID = 79  # "GPU has fallen off the bus": a critical XID the device plugin does not ignore (docs/facts.md)
+# The XIDs NVIDIA's device plugin treats as application errors and never marks a device unhealthy for
+# (internal/rm/health.go getDisabledHealthCheckXids, docs/facts.md "Unhealthy GPUs"); DCGM still reports them.
+APPLICATION_XIDS = (13, 31, 43, 45, 68, 109)
 
 
 def unhealthy_gpus(node):

@@ -24,6 +24,8 @@ Config pick-up rule (documented in README.md):
     then counts them in capacity but not in allocatable, so allocatable nvidia.com/gpu is lowered by
     their share (count / GPUs each); one Warning Event "XidCriticalError" per newly unhealthy GPU,
     with the plugin's log line as message. Removing the annotation (the repair) restores allocatable.
+    An application XID (13, 31, 43, 45, 68, 109: C.APPLICATION_XIDS) is ignored, as the real plugin
+    ignores it: no device turns unhealthy (the DCGM exporter, gpusim/dcgm.py, still reports it).
 """
 
 import json
@@ -182,7 +184,8 @@ def reconcile(node, product, cp, cm, dp_pod_uid, cfg):
     if dp_runs and config_ok and C.INJECT_DP_CRASH in inject:
         errors.append("plugin: injected crash (gpusim.gpuops.dev/inject=device-plugin-crash)")
     plugin_ok = dp_runs and config_ok and C.INJECT_DP_CRASH not in inject
-    unhealthy = min(C.unhealthy_gpus(node)[0], gpus) if plugin_ok else 0
+    count, xid = C.unhealthy_gpus(node)
+    unhealthy = min(count, gpus) if plugin_ok and xid not in C.APPLICATION_XIDS else 0
     if plugin_ok:
         _health(plan, node, new_state, unhealthy, gpus)
     status = _status_patch(node, product, mig_state, strategy, config, plugin_ok, errors,

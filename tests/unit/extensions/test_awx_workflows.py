@@ -288,11 +288,26 @@ def test_nightly_schedule_is_a_daily_rrule_awx_parses(schedule):
         'name': template['name'], 'type': 'job_template'}))
 
 
-def test_schedules_cover_report_and_validate_and_the_parser_can_fail():
-    assert sorted(s['unified_job_template'] for s in SCHEDULES) == ['gpuops.gpu report', 'gpuops.gpu validate']
+def test_schedules_cover_health_report_and_validate_and_the_parser_can_fail():
+    assert sorted(s['unified_job_template'] for s in SCHEDULES) == [
+        'gpuops.gpu gpu health', 'gpuops.gpu report', 'gpuops.gpu validate']
     for bad in ('RRULE:FREQ=DAILY', 'DTSTART;TZID=UTC:2026-01-01 RRULE:FREQ=DAILY',
                 'DTSTART;TZID=UTC:20260101T020000 RRULE:FREQ=NIGHTLY'):
         with pytest.raises(AssertionError):
             parse_rrule(bad)
     with pytest.raises(ValueError):
         rrule.rrulestr('DTSTART;TZID=UTC:20260101T020000\nRRULE:FREQ=DAILY;BYHOUR=25', forceset=True)[0]
+
+
+def test_the_nightly_health_report_plans_and_changes_nothing():
+    """The gpu health schedule runs its template in check mode with --diff (the plan: nodes, reasons, pods that
+    would move), with the quarantine policy the survey asks for, before the fleet report."""
+    [health] = [s for s in SCHEDULES if s['unified_job_template'] == 'gpuops.gpu gpu health']
+    template = TEMPLATES['gpuops.gpu gpu health']
+    assert (health['job_type'], health['diff_mode']) == ('check', True) and template['job_type'] == 'run'
+    policy = [q for q in template['survey_spec']['spec'] if q['variable'] == 'gpu_health_policy'][0]
+    assert health['extra_data'] == {'gpu_health_policy': 'quarantine'} and 'quarantine' in policy['choices']
+    assert set(health['extra_data']) <= set(q['variable'] for q in template['survey_spec']['spec'])
+    report = [s for s in SCHEDULES if s['unified_job_template'] == 'gpuops.gpu report'][0]
+    first = [parse_rrule(jinja2.Template(s['rrule']).render(SETTINGS))[0] for s in (health, report)]
+    assert first[0] < first[1]

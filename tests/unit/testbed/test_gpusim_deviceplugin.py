@@ -224,3 +224,10 @@ def test_unhealthy_gpus_bad_value_is_ignored_and_count_is_capped():
     assert C.unhealthy_gpus(node(annotations={C.ANN_UNHEALTHY: "x"})) == (0, C.DEFAULT_XID)
     n, _plan = converge(node(annotations={C.ANN_UNHEALTHY: "20"}))
     assert gpu(n) == "8" and gpu(n, "allocatable") == "0"
+
+
+def test_an_application_xid_leaves_the_gpus_healthy_as_the_real_plugin_does():
+    n, _plan = converge(node())
+    n["metadata"]["annotations"][C.ANN_UNHEALTHY] = "1:13"          # Graphics Engine Exception: the app's fault
+    assert dp.reconcile(n, A100, None, None, "", cfg()).empty()
+    assert gpu(n, "allocatable") == "8"

@@ -5,6 +5,7 @@ from gpusim.agents.olm import OLMAgent
 from gpusim.agents.machineapi import MachineAPIAgent
 from gpusim.agents.workloads import WorkloadLogAgent
 from gpusim.agents.dra import DRAKubeletPluginAgent
+from gpusim.agents.dcgm import DCGMExporterAgent
 
 AGENTS = {
     "nfd": NFDAgent,
@@ -14,4 +15,5 @@ AGENTS = {
     "machine-api": MachineAPIAgent,
     "workload-logs": WorkloadLogAgent,
     "dra-kubelet-plugin": DRAKubeletPluginAgent,
+    "dcgm-exporter": DCGMExporterAgent,
 }

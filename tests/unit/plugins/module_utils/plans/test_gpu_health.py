@@ -133,3 +133,56 @@ def test_epoch_of_and_record_tolerate_garbage():
     assert gh.epoch_of('nonsense') is None and gh.epoch_of('1970-01-01T00:01:00.5Z') == 60
     assert gh.record(node('a', annotations={ANN_GPU_HEALTH: '{'})) == {}
     assert gh.record(node('a', annotations={ANN_GPU_HEALTH: '[1]'})) == {}
+
+
+def answer(*series):
+    """A Prometheus HTTP API answer to gh.xid_query(): (node, gpu, xid) per series."""
+    return {'status': 'success', 'data': {'resultType': 'vector', 'result': [
+        {'metric': {'Hostname': n, 'gpu': str(g), 'UUID': 'GPU-%s-%s' % (n, g)}, 'value': [1795887489.4, str(x)]}
+        for n, g, x in series]}}
+
+
+def test_the_xid_query_asks_the_last_xid_per_gpu_by_node_under_either_spelling_of_the_label():
+    assert gh.xid_query() == ('max by (Hostname, gpu, UUID) (label_replace(DCGM_FI_DEV_XID_ERRORS, "Hostname", "$1", '
+                              '"hostname", "(.+)"))')
+    assert gh.xid_query('node').startswith('max by (node, gpu, UUID) (')
+
+
+def test_xids_count_unless_0_or_an_application_xid_and_every_node_with_series_is_reporting():
+    found, reporting = gh.xids_by_node(answer(('a', 0, 79), ('a', 1, 0), ('b', 0, 13), ('c', 3, 48), ('c', 1, 94)))
+    assert found == {'a': [{'gpu': '0', 'uuid': 'GPU-a-0', 'xid': 79}],
+                     'c': [{'gpu': '1', 'uuid': 'GPU-c-1', 'xid': 94}, {'gpu': '3', 'uuid': 'GPU-c-3', 'xid': 48}]}
+    assert reporting == {'a', 'b', 'c'}
+    assert gh.xids_by_node(answer(('b', 0, 13)), ignored_xids=[])[0] == {'b': [{'gpu': '0', 'uuid': 'GPU-b-0',
+                                                                                'xid': 13}]}
+    relabelled = {'status': 'success', 'data': {'resultType': 'vector', 'result': [
+        {'metric': {'node': 'a', 'gpu': '0'}, 'value': [0, '79']}, {'metric': {'gpu': '1'}, 'value': [0, '79']}]}}
+    assert gh.xids_by_node(relabelled, 'node') == ({'a': [{'gpu': '0', 'uuid': '', 'xid': 79}]}, {'a'})
+
+
+@pytest.mark.parametrize('bad', [
+    None, '<html>', {'status': 'error'}, {'status': 'success'},
+    {'status': 'success', 'data': {'resultType': 'matrix', 'result': []}},
+])
+def test_an_answer_that_is_not_prometheus_is_refused(bad):
+    with pytest.raises(ValueError):
+        gh.xids_by_node(bad)
+
+
+def test_a_gpu_reporting_an_xid_quarantines_its_node_alone_and_its_return_waits_until_it_is_clear():
+    found, _reporting = gh.xids_by_node(answer(('bad', 2, 79), ('good', 0, 0)))
+    result = run([node('good'), node('bad')], xids=found)
+    assert result['unhealthy'] == ['bad']
+    assert result['actions'][0]['reason'] == 'DCGM: GPU 2 (GPU-bad-2) last XID 79'
+    assert [n['xids'] for n in result['nodes']] == [[{'gpu': '2', 'uuid': 'GPU-bad-2', 'xid': 79}], []]
+    back = run([quarantined('bad')], policy='return', xids=found)
+    assert back['actions'] == [], 'returned while DCGM still reports the XID'
+    back = run([quarantined('bad')], policy='return', xids={})
+    assert back['actions'][0]['reason'] == 'allocatable equals capacity again and no GPU reports an XID'
+    assert run([quarantined('bad')], policy='return')['actions'][0]['reason'] == 'allocatable equals capacity again'
+
+
+def test_ignored_xids_must_be_codes():
+    assert gh.input_errors('quarantine', 60, ['XidCriticalError'], 5, [13, 'x']) == [
+        "ignored_xids must be a list of XID codes (whole numbers > 0), not [13, 'x']"]
+    assert gh.input_errors('quarantine', 60, ['XidCriticalError'], 5, []) == []

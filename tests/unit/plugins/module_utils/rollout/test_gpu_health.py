@@ -21,6 +21,10 @@ from ansible_collections.gpuops.gpu.plugins.module_utils.rollout.gpu_health impo
 from ansible_collections.gpuops.gpu.plugins.module_utils.rollout.lock import LockBusy, LockLost, RolloutLock  # noqa: E402
 from ansible_collections.gpuops.gpu.tests.unit.plugins.module_utils.rollout.fake_api import (  # noqa: E402
     FakeApi, gpu_pod, node)
+from ansible_collections.gpuops.gpu.tests.unit.plugins.module_utils.ops import prometheus_fakes  # noqa: E402
+from ansible_collections.gpuops.gpu.tests.unit.plugins.module_utils.ops.prometheus_fakes import closed_port  # noqa: E402
+
+server = prometheus_fakes.server  # the fixture
 
 
 NS = 'gpu-operator'
@@ -39,7 +43,10 @@ def params(**kw):
             'window_minutes': 0, 'event_reasons': ['XidCriticalError'], 'taint': False, 'drain': True,
             'pod_selector': None, 'drain_timeout': 5, 'grace_period': None, 'force': False, 'max_nodes': 5,
             'poll_interval': 0.01, 'lock_timeout': 0, 'lock_duration': 120, 'lock_holder': None,
-            'lock_namespace': None, 'operator_namespace': NS}
+            'lock_namespace': None, 'operator_namespace': NS, 'prometheus_url': None, 'prometheus_token': None,
+            'prometheus_username': None, 'prometheus_password': None, 'prometheus_validate_certs': True,
+            'prometheus_ca_cert': None, 'prometheus_client_cert': None, 'prometheus_client_key': None,
+            'prometheus_timeout': 10, 'prometheus_node_label': 'Hostname', 'ignored_xids': [13, 31, 43, 45, 68, 109]}
     base.update(kw)
     return base
 
@@ -225,3 +232,44 @@ def test_the_lease_lives_where_the_operator_runs():
     started = time.time()
     run(conn, params(), False)
     assert seen[0] == [('nvidia-gpu-operator', 'gpuops-gpu-rollout')] and time.time() - started < 10
+
+
+def xid_answer(*series):
+    return {'status': 'success', 'data': {'resultType': 'vector', 'result': [
+        {'metric': {'Hostname': n, 'gpu': str(g), 'UUID': 'GPU-%s-%d' % (n, g)}, 'value': [0, str(x)]}
+        for n, g, x in series]}}
+
+
+def prometheus_at(server, answer):
+    return server({'/api/v1/query': lambda q, h: (200, 'application/json', json.dumps(answer))}).url
+
+
+def test_a_gpu_reporting_an_xid_to_dcgm_quarantines_its_node_and_holds_its_return(server):
+    api = FakeApi([gpu_node('bad'), gpu_node('good'), gpu_node('dark')], [gpu_pod('train', 'bad')])
+    conn = Connection(core=api, policy=api, custom=api)
+    url = prometheus_at(server, xid_answer(('bad', 3, 79), ('good', 0, 13), ('good', 1, 0)))
+    plan = run(conn, params(prometheus_url=url), True)
+    assert plan['unhealthy'] == ['bad'] and plan['actions'][0]['reason'] == 'DCGM: GPU 3 (GPU-bad-3) last XID 79'
+    assert plan['dcgm']['reporting'] == ['bad', 'good'] and plan['dcgm']['missing'] == ['dark']
+    assert plan['dcgm']['query'].startswith('max by (Hostname, gpu, UUID) (label_replace(DCGM_FI_DEV_XID_ERRORS')
+    assert any('no DCGM_FI_DEV_XID_ERRORS series in Prometheus for GPU node(s) dark' in w for w in plan['warnings'])
+    assert run(conn, params(prometheus_url=url), False)['evicted'] == {'bad': ['ml/train']}
+    assert run(conn, params(prometheus_url=url, policy='return'), False)['actions'] == [], 'XID still reported'
+    clear = prometheus_at(server, xid_answer(('bad', 3, 0), ('good', 0, 0)))
+    assert [a['node'] for a in run(conn, params(prometheus_url=clear, policy='return'), False)['actions']] == ['bad']
+
+
+def test_a_prometheus_url_that_does_not_answer_or_is_not_prometheus_is_refused_before_any_write(server):
+    api, conn = cluster()
+    dead = 'http://127.0.0.1:%d' % closed_port()
+    with pytest.raises(InputError, match='prometheus_url %s: does not answer' % dead):
+        run(conn, params(prometheus_url=dead), False)
+    page = server({'/api/v1/query': lambda q, h: (200, 'text/html', '<html>Grafana</html>')}).url
+    with pytest.raises(InputError, match='not the Prometheus HTTP API'):
+        run(conn, params(prometheus_url=page), False)
+    matrix = prometheus_at(server, {'status': 'success', 'data': {'resultType': 'matrix', 'result': []}})
+    with pytest.raises(InputError, match='not an instant vector; nothing was changed'):
+        run(conn, params(prometheus_url=matrix), False)
+    with pytest.raises(InputError, match='ignored_xids must be a list of XID codes'):
+        run(conn, params(ignored_xids=[0]), False)
+    assert api.writes() == []
