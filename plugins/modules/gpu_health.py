@@ -153,6 +153,29 @@ options:
     type: list
     elements: int
     default: [13, 31, 43, 45, 68, 109]
+  dra_device_taints:
+    description:
+      - Where NVIDIA's DRA driver (C(gpu.nvidia.com)) serves a node's GPUs and its bad devices are known (the GPU whose
+        UUID DCGM reports an XID for, and its MIG devices; or a device the driver tainted itself), quarantine only those
+        devices with one DeviceTaintRule each (C(gpuops-gpu-health-<node>-<device>), taint
+        C(gpuops.gpu/gpu-unhealthy) with O(dra_taint_effect)) instead of cordoning and draining the node; the return
+        deletes them. Nodes whose bad devices are not known are cordoned as without this option.
+      - Also counts a device the driver tainted with effect C(NoSchedule) or C(NoExecute) (its ResourceSlice's
+        C(devices[].taints)) as a reason, whatever the option O(dra_taint_effect).
+      - Needs the DeviceTaintRule API (C(resource.k8s.io/v1beta2), else C(v1alpha3)); Kubernetes 1.36 serves it only
+        with C(--runtime-config=resource.k8s.io/v1beta2=true) and the C(DRADeviceTaintRules) feature gate (beta, off
+        by default). Without it the module fails before any write. Needs an account that may list ResourceSlices and
+        write DeviceTaintRules (the collection's ClusterRoles do not grant the latter).
+    type: bool
+    default: false
+  dra_taint_effect:
+    description:
+      - The effect of the DeviceTaintRules of O(dra_device_taints). V(NoSchedule) keeps new claims off the device;
+        V(NoExecute) also makes Kubernetes evict the pods using it (its device taint eviction controller deletes them,
+        PodDisruptionBudgets are not consulted).
+    type: str
+    choices: [NoSchedule, NoExecute]
+    default: NoSchedule
   lock_timeout:
     description:
       - Seconds to wait for the rollout lock while another run holds it (0 to 604800). V(0) fails at once, naming who
@@ -246,6 +269,8 @@ actions:
   description:
     - One entry per node the policy acts on, with C(node), C(action) (V(quarantine) or V(return)), C(reason),
       C(changed); in check mode C(would_evict) and C(blocking_pdbs), else C(evicted).
+    - With O(dra_device_taints), a node quarantined device by device has C(mode) V(devices),
+      C(device_taint_rules) (written) and C(deleted_device_taint_rules).
   returned: always
   type: list
   elements: dict
@@ -261,6 +286,12 @@ failed:
   returned: always
   type: dict
   sample: {"a100-0": "eviction of team-a/train-0 blocked by PodDisruptionBudget team-a/train after 300s"}
+devices:
+  description: With O(dra_device_taints), the nodes quarantined device by device (DeviceTaintRules, no cordon).
+  returned: when dra_device_taints is true
+  type: list
+  elements: str
+  sample: [a100-0]
 dcgm:
   description:
     - With O(prometheus_url), what was asked and who answered - C(url), C(query) (the PromQL), C(reporting) (the
@@ -310,6 +341,8 @@ def main():
         prometheus_timeout=dict(type='int', default=10),
         prometheus_node_label=dict(type='str', default='Hostname'),
         ignored_xids=dict(type='list', elements='int', default=list(APPLICATION_XIDS)),
+        dra_device_taints=dict(type='bool', default=False),
+        dra_taint_effect=dict(type='str', choices=['NoSchedule', 'NoExecute'], default='NoSchedule'),
         lock_timeout=dict(type='int', default=0),
         lock_duration=dict(type='int', default=120),
         lock_holder=dict(type='str'),

@@ -232,12 +232,17 @@ def test_dcgm_xid_metrics_through_prometheus(testbed, core, exporter, prometheus
     rc, results, raw = run_play(kc, [
         health_task('dead', operator_ns, prometheus_url=dead),
         health_task('not prometheus', operator_ns, prometheus_url=exporter),
+        health_task('dra device taints', operator_ns, prometheus_url=prometheus, dra_device_taints=True),
         health_task('plan', operator_ns, check=True, prometheus_url=prometheus),
         health_task('plan every xid', operator_ns, check=True, prometheus_url=prometheus, ignored_xids=[])])
     assert results['dead']['failed'] and results['not prometheus']['failed'], raw[-3000:]
     assert 'prometheus_url %s: does not answer' % dead in results['dead']['msg']
     assert ('prometheus_url %s: not the Prometheus HTTP API: GET /api/v1/query answered HTTP 404' % exporter
             in results['not prometheus']['msg'])
+    # Kubernetes 1.36 serves resource.k8s.io/v1 only: DeviceTaintRule (v1beta2, v1alpha3) is off by default
+    assert [v.version for g in client.ApisApi(core.api_client).get_api_versions().groups
+            if g.name == 'resource.k8s.io' for v in g.versions] == ['v1']
+    assert 'dra_device_taints needs the DeviceTaintRule API' in results['dra device taints']['msg']
     assert not results['dead']['changed'] and facts_diff(before, node_facts(core)) == [], 'written before the check'
     plan, every = results['plan'], results['plan every xid']
     assert plan['unhealthy'] == [BAD] and plan['dcgm']['reporting'] == [BAD, GOOD] and plan['dcgm']['missing'] == []

@@ -19,8 +19,14 @@ Policies:
   the annotation ``gpuops.gpu/gpu-health`` records ``{"state": "quarantined", "reason", "since",
   "cordoned", "tainted"}`` (``cordoned``: whether we cordoned it; ``tainted``: whether we added
   :data:`TAINT`). A node already quarantined is left as it is.
+- With DRA device taints (``dra``: the ResourceSlices, our DeviceTaintRules, the effect and API version), a
+  node whose bad DRA devices are known (plans/gpu_health_dra.py) is quarantined device by device instead: one
+  DeviceTaintRule per bad device, no cordon, no drain; the record says ``"mode": "devices"`` and which devices.
+  A device the DRA driver tainted itself (``NoSchedule``/``NoExecute``) also makes its node unhealthy.
 - ``return``: a node *we* quarantined whose allocatable equals its capacity again (and, with DCGM metrics, none
-  of whose GPUs reports an XID any more) is uncordoned (only when we cordoned it), our taint is removed and the annotation says ``{"state": "returned", "since", "reason"}``;
+  of whose GPUs reports an XID any more; with DRA, none of its devices is tainted by the driver; its
+  DeviceTaintRules are deleted) is uncordoned (only when we cordoned it), our taint is removed and the
+  annotation says ``{"state": "returned", "since", "reason"}``;
   XID Events from before the return are not counted again. A node we did not quarantine is never touched.
 
 ``now`` is seconds since the epoch (UTC); event times are read as UTC.
@@ -38,6 +44,7 @@ from ansible_collections.gpuops.gpu.plugins.module_utils.common.names import (
     ANN_GPU_HEALTH, ANN_ROLLOUT_PHASE, DEPLOY_LABEL_PREFIX, LABEL_MIG_STATE, PAUSED_FOR_MIG)
 from ansible_collections.gpuops.gpu.plugins.module_utils.common.objects import annotations_of, labels_of, meta_of
 from ansible_collections.gpuops.gpu.plugins.module_utils.gpu import node as gn
+from ansible_collections.gpuops.gpu.plugins.module_utils.plans import gpu_health_dra as ghd
 
 POLICIES = ('quarantine', 'return')
 DEFAULT_EVENT_REASONS = ('XidCriticalError',)
@@ -178,9 +185,10 @@ def skip_reason(node):
     return None
 
 
-def assess(node, events, now, window_minutes=60, event_reasons=DEFAULT_EVENT_REASONS, xids=None):
+def assess(node, events, now, window_minutes=60, event_reasons=DEFAULT_EVENT_REASONS, xids=None, slices=None):
     """{'name', 'unhealthy', 'reasons', 'skipped', 'lost', 'events', 'xids', 'record'} of one node; ``xids``: the
-    node's GPUs reporting an XID (:func:`xids_by_node`), None without DCGM metrics."""
+    node's GPUs reporting an XID (:func:`xids_by_node`), None without DCGM metrics; ``slices``: the DRA driver's
+    ResourceSlices (None: DRA not looked at)."""
     name = meta_of(node).get('name')
     rec = record(node)
     after = epoch_of(rec.get('since')) if rec.get('state') == RETURNED else None
@@ -194,10 +202,13 @@ def assess(node, events, now, window_minutes=60, event_reasons=DEFAULT_EVENT_REA
             (recent[0].get('message') or '').strip()[:200]))
     if gpus:
         reasons.append(_xid_reason(gpus))
+    dra_reason = ghd.tainted_reason(slices, name) if slices else ''
+    if dra_reason:
+        reasons.append(dra_reason)
     skipped = skip_reason(node)
     return {'name': name, 'unhealthy': bool(reasons) and not skipped, 'reasons': reasons, 'skipped': skipped,
             'lost': dict((k, {'allocatable': a, 'capacity': c}) for k, (a, c) in lost.items()),
-            'events': len(recent), 'xids': gpus, 'record': rec}
+            'events': len(recent), 'xids': gpus, 'dra_tainted': bool(dra_reason), 'record': rec}
 
 
 def xids_of(xids, name):
@@ -250,33 +261,74 @@ def _return(node, info, now_iso):
 
 
 def _returnable(info):
-    return info['record'].get('state') == QUARANTINED and not info['lost'] and not info['xids'] and not info['skipped']
+    return (info['record'].get('state') == QUARANTINED and not info['lost'] and not info['xids']
+            and not info['dra_tainted'] and not info['skipped'])
+
+
+def _devices(node, info, now_iso, dra):
+    """(before, after, rules to write) of a quarantine device by device, or None when the node is not for it:
+    DRA not asked for, its bad devices not known, or it is quarantined whole already."""
+    rec = info['record']
+    bad = ghd.bad_devices(dra['slices'], info['name'], info['xids']) if dra else {}
+    if not bad or (rec.get('state') == QUARANTINED and rec.get('mode') != 'devices'):
+        return None
+    before = dict(node_view(node), device_rules=sorted(ghd.ours(dra['rules'], info['name'])))
+    known = set(rec.get('devices') or []) if rec.get('state') == QUARANTINED else set()
+    write, _delete = ghd.rule_changes(info['name'], bad, dra['rules'], dra['effect'], dra['version'])
+    if known >= set(bad) and not write:
+        return before, copy.deepcopy(before), []
+    fresh = rec.get('state') != QUARANTINED
+    new = {'state': QUARANTINED, 'mode': 'devices', 'reason': '; '.join(info['reasons']) if fresh else rec.get('reason'),
+           'since': now_iso if fresh else rec.get('since'), 'devices': sorted(known | set(bad)), 'cordoned': False,
+           'tainted': False}
+    after = dict(before, annotation=json.dumps(new, sort_keys=True),
+                 device_rules=sorted(set(before['device_rules']) | set(ghd.rule_name(info['name'], d) for d in bad)))
+    return before, after, write
+
+
+def _node_action(node, info, policy, now_iso, taint, dcgm, dra):
+    """The node's action of the policy, or None."""
+    if policy == 'quarantine' and info['unhealthy']:
+        devices = _devices(node, info, now_iso, dra)
+        if devices is not None:
+            return dict(_action(info, 'quarantine', '; '.join(info['reasons']), devices[0], devices[1]),
+                        mode='devices', rules_write=devices[2], rules_delete=[])
+        before, after = _quarantine(node, info, now_iso, taint)
+        return _action(info, 'quarantine', '; '.join(info['reasons']), before, after)
+    if policy == 'return' and _returnable(info):
+        before, after = _return(node, info, now_iso)
+        action = _action(info, 'return', 'allocatable equals capacity again%s'
+                         % (' and no GPU reports an XID' if dcgm else ''), before, after)
+        if info['record'].get('mode') == 'devices' and dra:
+            rules = sorted(ghd.ours(dra['rules'], info['name']))
+            action['before'] = dict(before, device_rules=rules)
+            action['after'] = dict(after, device_rules=[])
+            action.update(mode='devices', rules_write=[], rules_delete=rules, changed=True)
+        return action
+    return None
 
 
 def plan(nodes, events, policy, now, now_iso, window_minutes=60, event_reasons=DEFAULT_EVENT_REASONS,
-         taint=False, max_nodes=0, xids=None):
+         taint=False, max_nodes=0, xids=None, dra=None):
     """The plan for the GPU nodes among ``nodes``: {'policy', 'nodes': [assessments], 'actions': [{'node',
     'action', 'reason', 'before', 'after', 'changed'}], 'unhealthy', 'skipped', 'quarantined'}; ``xids``: the
-    GPUs reporting an XID by node (:func:`xids_by_node`), None without DCGM metrics. Raises ValueError with
-    every input error, or when ``max_nodes`` (> 0) new quarantines would be exceeded."""
+    GPUs reporting an XID by node (:func:`xids_by_node`), None without DCGM metrics; ``dra``: None, or
+    {'slices', 'rules' (our DeviceTaintRules), 'effect', 'version'} to quarantine device by device (an action
+    then has ``mode`` 'devices', ``rules_write``, ``rules_delete``; ``devices`` lists those nodes). Raises
+    ValueError with every input error, or when ``max_nodes`` (> 0) new quarantines would be exceeded."""
     errors = input_errors(policy, window_minutes, event_reasons, max_nodes)
     if errors:
         raise ValueError('; '.join(errors))
     infos, actions = [], []
     by_name = {}
     for node in sorted((n for n in nodes if gn.is_gpu_node(n)), key=lambda n: meta_of(n).get('name') or ''):
-        info = assess(node, events, now, window_minutes, tuple(event_reasons), xids)
+        info = assess(node, events, now, window_minutes, tuple(event_reasons), xids, dra and dra['slices'])
         infos.append(info)
         by_name[info['name']] = node
     for info in infos:
-        node = by_name[info['name']]
-        if policy == 'quarantine' and info['unhealthy']:
-            before, after = _quarantine(node, info, now_iso, taint)
-            actions.append(_action(info, 'quarantine', '; '.join(info['reasons']), before, after))
-        elif policy == 'return' and _returnable(info):
-            before, after = _return(node, info, now_iso)
-            actions.append(_action(info, 'return', 'allocatable equals capacity again%s'
-                                   % (' and no GPU reports an XID' if xids is not None else ''), before, after))
+        action = _node_action(by_name[info['name']], info, policy, now_iso, taint, xids is not None, dra)
+        if action is not None:
+            actions.append(action)
     states = dict((i['name'], i['record'].get('state')) for i in infos)
     new = [a['node'] for a in actions if a['action'] == 'quarantine' and states[a['node']] != QUARANTINED]
     if max_nodes and len(new) > max_nodes:
@@ -286,7 +338,9 @@ def plan(nodes, events, policy, now, now_iso, window_minutes=60, event_reasons=D
     return {'policy': policy, 'nodes': infos, 'actions': actions,
             'unhealthy': [i['name'] for i in infos if i['unhealthy']],
             'skipped': dict((i['name'], i['skipped']) for i in infos if i['skipped']),
-            'quarantined': [i['name'] for i in infos if i['record'].get('state') == QUARANTINED]}
+            'quarantined': [i['name'] for i in infos if i['record'].get('state') == QUARANTINED],
+            'devices': sorted(set([a['node'] for a in actions if a.get('mode') == 'devices'] + [
+                i['name'] for i in infos if i['record'].get('mode') == 'devices']))}
 
 
 def _action(info, action, reason, before, after):
@@ -295,9 +349,10 @@ def _action(info, action, reason, before, after):
 
 
 def node_patch(action):
-    """The merge patch that turns the action's ``before`` into its ``after`` (None when nothing changes)."""
+    """The merge patch that turns the action's ``before`` into its ``after`` (None when nothing changes on the
+    node: a device quarantine's DeviceTaintRules are written apart)."""
     before, after = action['before'], action['after']
-    if before == after:
+    if all(before.get(k) == after.get(k) for k in ('unschedulable', 'annotation', 'taints')):
         return None
     patch = {'metadata': {'annotations': {ANN_GPU_HEALTH: after['annotation']}}}
     spec = {}

@@ -27,6 +27,9 @@ from ansible_collections.gpuops.gpu.plugins.module_utils.common.objects import m
 from ansible_collections.gpuops.gpu.plugins.module_utils.k8s.runner import ModuleRun
 from ansible_collections.gpuops.gpu.plugins.module_utils.ops import prometheus
 from ansible_collections.gpuops.gpu.plugins.module_utils.plans import gpu_health as gh
+from ansible_collections.gpuops.gpu.plugins.module_utils.plans import gpu_health_dra as ghd
+from ansible_collections.gpuops.gpu.plugins.module_utils.common.errors import status_of
+from ansible_collections.gpuops.gpu.plugins.module_utils.gpu import dra as dra_names
 from ansible_collections.gpuops.gpu.plugins.module_utils.rollout import drain as dr
 from ansible_collections.gpuops.gpu.plugins.module_utils.rollout.api import RolloutApi, now_iso
 from ansible_collections.gpuops.gpu.plugins.module_utils.rollout.lock import LockLost, RolloutLock
@@ -44,6 +47,7 @@ class GpuHealthRun(ModuleRun):
         super(GpuHealthRun, self).__init__(conn, params, check_mode, **kwargs)
         self.api = RolloutApi(conn)
         self.dcgm = None
+        self.dra_version = None
 
     def xids(self):
         """The GPUs reporting an XID by node, from the DCGM exporter's metric through Prometheus (None without
@@ -60,10 +64,32 @@ class GpuHealthRun(ModuleRun):
         self.dcgm = {'url': p['prometheus_url'], 'query': promql, 'reporting': sorted(reporting)}
         return found
 
+    def dra(self):
+        """With ``dra_device_taints``: {'slices', 'rules' (ours), 'effect', 'version'} (None without); InputError
+        when the cluster serves no DeviceTaintRule API."""
+        if not self.params.get('dra_device_taints'):
+            return None
+        for version in ghd.RULE_VERSIONS:
+            try:
+                rules = self.conn.call(self.conn.custom.list_cluster_custom_object, ghd.GROUP, version, ghd.RULES,
+                                       label_selector=ghd.NODE_LABEL).get('items', [])
+            except Exception as exc:
+                if status_of(exc) == 404:
+                    continue
+                raise
+            slices = self.conn.call(self.conn.custom.list_cluster_custom_object, ghd.GROUP, 'v1',
+                                    dra_names.RESOURCE_SLICES,
+                                    field_selector='%s=%s' % (dra_names.SLICE_DRIVER_FIELD, dra_names.DRIVER))
+            self.dra_version = version
+            return {'slices': slices.get('items', []), 'rules': rules, 'version': version,
+                    'effect': self.params['dra_taint_effect']}
+        raise InputError(ghd.not_served_message())
+
     def read(self):
-        """(GPU nodes, Node Events, GPUs reporting an XID by node or None): Prometheus first, so a bad URL fails
-        before anything else is read."""
+        """(GPU nodes, Node Events, GPUs reporting an XID by node or None, the DRA view or None): Prometheus first,
+        so a bad URL fails before anything else is read."""
         xids = self.xids()
+        dra = self.dra()
         nodes = self.conn.call(self.conn.core.list_node, label_selector=self.params['label_selector']).get('items', [])
         names = set(self.params['nodes'] or [])
         missing = names - set(meta_of(n).get('name') for n in nodes)
@@ -76,13 +102,13 @@ class GpuHealthRun(ModuleRun):
         if self.params['window_minutes']:
             events = self.conn.call(self.conn.core.list_event_for_all_namespaces,
                                     field_selector='involvedObject.kind=Node').get('items', [])
-        return nodes, events, xids
+        return nodes, events, xids, dra
 
-    def plan(self, nodes, events, xids):
+    def plan(self, nodes, events, xids, dra=None):
         p = self.params
         try:
             planned = gh.plan(nodes, events, p['policy'], time.time(), now_iso(), p['window_minutes'],
-                              p['event_reasons'], p['taint'], p['max_nodes'], xids)
+                              p['event_reasons'], p['taint'], p['max_nodes'], xids, dra)
         except ValueError as exc:
             raise InputError(str(exc))
         if xids is not None:
@@ -100,14 +126,38 @@ class GpuHealthRun(ModuleRun):
         blocking = dict((_pod_ref(p), dr.blocking_pdbs(p, pdbs)) for p in pods)
         return [_pod_ref(p) for p in pods], dict((k, v) for k, v in blocking.items() if v)
 
+    def write_rules(self, action):
+        """Create or replace, then delete, the action's DeviceTaintRules (fenced like every write)."""
+        for body in action.get('rules_write') or []:
+            self.api._proof()
+            name, version = body['metadata']['name'], body['apiVersion'].split('/')[-1]
+            current = self.conn.call_or_none(self.conn.custom.get_cluster_custom_object, ghd.GROUP, version,
+                                             ghd.RULES, name)
+            if current is None:
+                self.conn.call(self.conn.custom.create_cluster_custom_object, ghd.GROUP, version, ghd.RULES, body)
+            else:
+                body = dict(body, metadata=dict(body['metadata'], resourceVersion=current['metadata'].get(
+                    'resourceVersion')))
+                self.conn.call(self.conn.custom.replace_cluster_custom_object, ghd.GROUP, version, ghd.RULES, name,
+                               body)
+        for name in action.get('rules_delete') or []:
+            self.api._proof()
+            self.conn.call_or_none(self.conn.custom.delete_cluster_custom_object, ghd.GROUP,
+                                   self.dra_version, ghd.RULES, name)
+        return bool(action.get('rules_write') or action.get('rules_delete'))
+
     def write(self, action, node):
+        changed = self.write_rules(action)
         patch = gh.node_patch(action)
         if patch is None:
-            return False
+            return changed
         if 'taints' in (patch.get('spec') or {}):
             patch['metadata']['resourceVersion'] = meta_of(node).get('resourceVersion')
         self.api.patch_node(action['node'], patch)
         words = 'quarantined: %s' % action['reason'] if action['action'] == 'quarantine' else 'returned to service'
+        if action.get('mode') == 'devices':
+            words += ' (DeviceTaintRules: %s)' % ', '.join(
+                [b['metadata']['name'] for b in action['rules_write']] + action['rules_delete'])
         self.api.event(node, 'GpuopsGpuHealth', 'gpu_health %s' % words, warning=action['action'] == 'quarantine')
         return True
 
@@ -130,6 +180,8 @@ def _input_errors(params):
     if params['grace_period'] is not None and params['grace_period'] < 0:
         errors.append('grace_period must be >= 0 seconds, not %s' % params['grace_period'])
     errors.extend(prometheus.url_errors(params))
+    if params.get('dra_taint_effect') not in ghd.EFFECTS:
+        errors.append('dra_taint_effect must be one of %s, not %r' % (', '.join(ghd.EFFECTS), params.get('dra_taint_effect')))
     if params['poll_interval'] <= 0:
         errors.append('poll_interval must be > 0 seconds, not %s' % params['poll_interval'])
     if not 0 <= params['lock_timeout'] <= 7 * 24 * 3600:
@@ -142,13 +194,18 @@ def _input_errors(params):
 
 def _entry(action, plan_info):
     out = dict((k, action[k]) for k in ('node', 'action', 'reason', 'changed'))
+    if action.get('mode') == 'devices':
+        out.update(mode='devices', device_taint_rules=[b['metadata']['name'] for b in action['rules_write']],
+                   deleted_device_taint_rules=list(action['rules_delete']))
     out.update(plan_info)
     return out
 
 
 def _moves(job, plan):
-    """{node: (pods the drain would evict, {pod: blocking PDBs})} of the nodes to drain."""
+    """{node: (pods the drain would evict, {pod: blocking PDBs})} of the nodes to drain (not those quarantined
+    device by device)."""
     drained = set(plan['quarantined']) | set(a['node'] for a in plan['actions'] if a['action'] == 'quarantine')
+    drained -= set(plan['devices'])
     if job.params['policy'] != 'quarantine' or not job.params['drain']:
         drained = set()
     pdbs = job.api.list_pdbs() if drained else []
@@ -161,15 +218,17 @@ def _result(job, plan):
                         for i in plan['nodes']], 'actions': [], 'failed': {}}
     if job.dcgm is not None:
         result['dcgm'] = dict(job.dcgm)
+    if job.dra_version is not None:
+        result['devices'] = plan['devices']
     result['diff'] = {'before': dict((a['node'], a['before']) for a in plan['actions'] if a['changed']),
                       'after': dict((a['node'], a['after']) for a in plan['actions'] if a['changed'])}
     return result
 
 
 def _work(plan, moves):
-    """The nodes this run writes to (a patch, or GPU pods to move), sorted."""
-    return sorted(set(a['node'] for a in plan['actions'] if a['changed']) |
-                  set(name for name, (pods, _blocking) in moves.items() if pods))
+    """The nodes this run writes to (a patch, DeviceTaintRules, or GPU pods to move), sorted."""
+    writes = set(a['node'] for a in plan['actions'] if a['changed'] or a.get('rules_write') or a.get('rules_delete'))
+    return sorted(writes | set(name for name, (pods, _blocking) in moves.items() if pods))
 
 
 def _lock(job, work):
@@ -182,8 +241,8 @@ def run(conn, params, check_mode):
     if errors:
         raise InputError('; '.join(errors))
     job = GpuHealthRun(conn, params, check_mode)
-    nodes, events, xids = job.read()
-    plan = job.plan(nodes, events, xids)
+    nodes, events, xids, dra = job.read()
+    plan = job.plan(nodes, events, xids, dra)
     moves = _moves(job, plan)
     work = _work(plan, moves)
     if check_mode:
@@ -207,8 +266,8 @@ def run(conn, params, check_mode):
     try:
         lock.hold(params['lock_timeout'], min(2.0, max(0.2, params['poll_interval'])))
         job.api.fence = lock.fence  # every node patch and eviction from now on proves the lease is still ours
-        nodes, events, xids = job.read()  # the run this one waited for may have changed them
-        plan = job.plan(nodes, events, xids)
+        nodes, events, xids, dra = job.read()  # the run this one waited for may have changed them
+        plan = job.plan(nodes, events, xids, dra)
         moves = _moves(job, plan)
         result = _result(job, plan)
         return _apply(job, plan, dict((meta_of(n).get('name'), n) for n in nodes), moves, result)

@@ -20,7 +20,7 @@ from ansible_collections.gpuops.gpu.plugins.module_utils.common.lease import loc
 from ansible_collections.gpuops.gpu.plugins.module_utils.rollout.gpu_health import run  # noqa: E402
 from ansible_collections.gpuops.gpu.plugins.module_utils.rollout.lock import LockBusy, LockLost, RolloutLock  # noqa: E402
 from ansible_collections.gpuops.gpu.tests.unit.plugins.module_utils.rollout.fake_api import (  # noqa: E402
-    FakeApi, gpu_pod, node)
+    FakeApi, Resp, api_error, gpu_pod, node)
 from ansible_collections.gpuops.gpu.tests.unit.plugins.module_utils.ops import prometheus_fakes  # noqa: E402
 from ansible_collections.gpuops.gpu.tests.unit.plugins.module_utils.ops.prometheus_fakes import closed_port  # noqa: E402
 
@@ -46,7 +46,8 @@ def params(**kw):
             'lock_namespace': None, 'operator_namespace': NS, 'prometheus_url': None, 'prometheus_token': None,
             'prometheus_username': None, 'prometheus_password': None, 'prometheus_validate_certs': True,
             'prometheus_ca_cert': None, 'prometheus_client_cert': None, 'prometheus_client_key': None,
-            'prometheus_timeout': 10, 'prometheus_node_label': 'Hostname', 'ignored_xids': [13, 31, 43, 45, 68, 109]}
+            'prometheus_timeout': 10, 'prometheus_node_label': 'Hostname', 'ignored_xids': [13, 31, 43, 45, 68, 109],
+            'dra_device_taints': False, 'dra_taint_effect': 'NoSchedule'}
     base.update(kw)
     return base
 
@@ -273,3 +274,78 @@ def test_a_prometheus_url_that_does_not_answer_or_is_not_prometheus_is_refused_b
     with pytest.raises(InputError, match='ignored_xids must be a list of XID codes'):
         run(conn, params(ignored_xids=[0]), False)
     assert api.writes() == []
+
+
+class DraApi(FakeApi):
+    """The fake API with NVIDIA's DRA driver's ResourceSlices and the DeviceTaintRule API at ``served`` versions."""
+
+    def __init__(self, nodes, pods=(), slices=(), served=('v1beta2',)):
+        super(DraApi, self).__init__(nodes, pods)
+        self.slices, self.served, self.rules, self.rule_writes = list(slices), served, {}, []
+
+    def list_cluster_custom_object(self, group, version, plural, **kwargs):
+        if plural == 'resourceslices':
+            return Resp({'items': self.slices})
+        if plural == 'devicetaintrules':
+            if version not in self.served:
+                raise api_error(404, 'Not Found')
+            return Resp({'items': list(self.rules.values())})
+        return super(DraApi, self).list_cluster_custom_object(group, version, plural, **kwargs)
+
+    def get_cluster_custom_object(self, group, version, plural, name, **kwargs):
+        if plural != 'devicetaintrules':
+            return super(DraApi, self).get_cluster_custom_object(group, version, plural, name, **kwargs)
+        if name not in self.rules:
+            raise api_error(404, 'Not Found')
+        return Resp(self.rules[name])
+
+    def create_cluster_custom_object(self, group, version, plural, body, **kwargs):
+        self.rule_writes.append(('create', body['metadata']['name']))
+        self.rules[body['metadata']['name']] = dict(body, metadata=dict(body['metadata'], resourceVersion='1'))
+        return Resp(body)
+
+    def delete_cluster_custom_object(self, group, version, plural, name, **kwargs):
+        self.rule_writes.append(('delete', name))
+        if self.rules.pop(name, None) is None:
+            raise api_error(404, 'Not Found')
+        return Resp({})
+
+
+def dra_cluster(served=('v1beta2',)):
+    bad = gpu_node('bad')
+    slices = [{'spec': {'driver': 'gpu.nvidia.com', 'nodeName': 'bad', 'pool': {'name': 'bad', 'generation': 1},
+                        'devices': [{'name': 'gpu-%d' % i, 'attributes': {'uuid': {'string': 'GPU-bad-%d' % i}}}
+                                    for i in range(2)]}}]
+    api = DraApi([bad, gpu_node('good')], [gpu_pod('train', 'bad')], slices, served)
+    return api, Connection(core=api, policy=api, custom=api)
+
+
+def test_dra_device_taints_quarantine_the_bad_device_alone_and_the_return_removes_its_rule(server):
+    api, conn = dra_cluster()
+    url = prometheus_at(server, xid_answer(('bad', 1, 79), ('bad', 0, 0), ('good', 0, 0)))
+    plan = run(conn, params(prometheus_url=url, dra_device_taints=True), True)
+    [action] = plan['actions']
+    assert (action['mode'], action['device_taint_rules']) == ('devices', ['gpuops-gpu-health-bad-gpu-1'])
+    assert action['would_evict'] == [] and plan['devices'] == ['bad'] and api.writes() == [] and api.rules == {}
+    applied = run(conn, params(prometheus_url=url, dra_device_taints=True), False)
+    assert applied['changed'] and applied['evicted'] == {} and api.evicted == [], 'no drain'
+    assert api.rule_writes == [('create', 'gpuops-gpu-health-bad-gpu-1')]
+    assert api.rules['gpuops-gpu-health-bad-gpu-1']['spec']['deviceSelector'] == {
+        'driver': 'gpu.nvidia.com', 'pool': 'bad', 'device': 'gpu-1'}
+    assert not api.nodes['bad']['spec'].get('unschedulable')
+    assert json.loads(api.nodes['bad']['metadata']['annotations'][ANN_GPU_HEALTH])['devices'] == ['gpu-1']
+    assert not run(conn, params(prometheus_url=url, dra_device_taints=True), False)['changed']
+    clear = prometheus_at(server, xid_answer(('bad', 1, 0), ('good', 0, 0)))
+    back = run(conn, params(prometheus_url=clear, dra_device_taints=True, policy='return'), False)
+    assert back['actions'][0]['deleted_device_taint_rules'] == ['gpuops-gpu-health-bad-gpu-1'] and api.rules == {}
+
+
+def test_dra_device_taints_without_the_devicetaintrule_api_is_refused_before_any_write():
+    api, conn = dra_cluster(served=())
+    with pytest.raises(InputError, match='dra_device_taints needs the DeviceTaintRule API .*DRADeviceTaintRules'):
+        run(conn, params(dra_device_taints=True), False)
+    assert api.writes() == [] and api.rule_writes == []
+    api, conn = dra_cluster(served=('v1alpha3',))
+    assert run(conn, params(dra_device_taints=True, dra_taint_effect='NoExecute'), True)['unhealthy'] == []
+    with pytest.raises(InputError, match='dra_taint_effect must be one of NoSchedule, NoExecute'):
+        run(conn, params(dra_taint_effect='PreferNoSchedule'), False)
