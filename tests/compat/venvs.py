@@ -22,6 +22,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
 CACHE = os.environ.get('GPUOPS_CACHE', os.path.expanduser('~/.cache/gpuops'))
 NAMES = ('oldest', 'newest')
+SHARED = (('kubernetes', 'core'), ('ansible', 'posix'), ('awx', 'awx'))
 CONSTRAINTS = os.path.join(REPO, 'ee-constraints.txt')
 # the packages only the tests install (pytest and what it needs), not pinned for the EE
 TEST_ONLY = ('pytest', 'pytest-timeout', 'pluggy', 'iniconfig', 'pygments')
@@ -50,7 +51,6 @@ def unpinned(bin_dir):
                          stdout=subprocess.PIPE, text=True, check=True).stdout.split()
     names = set(line.split('==')[0].lower().replace('_', '-') for line in out)
     return sorted(names - pinned - set(TEST_ONLY) - {'pip', 'setuptools', 'wheel'})
-SHARED = (('kubernetes', 'core'), ('ansible', 'posix'), ('awx', 'awx'))
 
 
 def ensure(name, python=None):

@@ -7,13 +7,22 @@ reconciles the ClusterPolicy the chart renders, patched by cluster_policy with t
 The NFD worker of the chart does not run on KWOK nodes; the PCI labels come from gpusim's
 simulated nfd-worker (default config: every GPU node), so the label wait passes at once here."""
 
+import datetime
+import functools
+import http.server
+import json
 import os
+import shutil
+import subprocess
+import threading
 
 import pytest
+import yaml
+from kubernetes.client.rest import ApiException
 
 from ansible_collections.gpuops.gpu.plugins.module_utils.plans.mirror_air_gap import public_registry_references
 from ansible_collections.gpuops.gpu.plugins.module_utils.plans.mirror import mirror_plan
-from ansible_run import include, run_play_stats
+from ansible_run import callback_output, include, run_play, run_play_stats, task_results
 from cluster_policy_example import gpu_operator_module_dir
 from cluster_snapshot import changes, settled_snapshot
 from cluster_snapshot import snapshot as cluster_snapshot
@@ -215,6 +224,242 @@ def test_removed_pool_deletes_its_nvidiadriver_only_then_no_change(testbed, vari
     rc, results, stats, raw = run_play_stats(testbed.kubeconfig, [include('gpu_operator')], vars=settings)
     assert rc == 0 and stats.get('changed') == 0, raw
     assert results[DELETE_STALE].get('skipped') or not results[DELETE_STALE].get('results'), results[DELETE_STALE]
+
+
+# --- Helm upgrade of the releases (the upgrade role, upgrade_method: helm; these run before the uninstall) ------------
+
+# The repository: the charts the releases run, packaged at their own versions, and a "next" version of each (a new
+# default value, and for the GPU operator a CRD that carries an annotation, so that the CRDs-first step shows); NFD
+# also at two more release lines, for the jump the role refuses. Served by helm's own index over loopback HTTP.
+NEXT = {'gpu-operator': 'v1.1.0', 'node-feature-discovery': '0.19.0'}
+NFD_FAR = ('0.20.0', '0.21.0')
+CRD_MARK = 'gpuops.dev/test-chart-version'
+DRIVERS_CRD = 'nvidiadrivers.nvidia.com'
+NODE_FEATURE_RULES = 'nodefeaturerules.nfd.k8s-sigs.io'
+LOCK = ('coordination.k8s.io', 'v1', 'gpu-operator', 'leases', 'gpuops-gpu-rollout')
+PLAN_TASK = 'helm_preflight | The plan and the values diff (computed values, installed -> target)'
+
+
+def writable_copy(src, dst):
+    """A copy of a chart folder of the (read-only) Go module cache that can be changed."""
+    shutil.copytree(src, dst, copy_function=shutil.copyfile)
+    for folder, _dirs, _files in os.walk(dst):
+        os.chmod(folder, 0o755)
+    return dst
+
+
+def next_chart(src, dst, crd=None):
+    """``src`` with one more default value, and an annotation on CRD file ``crd``; without one (NFD), the
+    NodeFeatureRule CRD namespaced as the testbed serves it (the NFD operator's CRDs, installed before the chart, so
+    the chart's cluster-scoped one was never applied): the scope of a CRD cannot change, and the role refuses such a
+    chart before any write (test_helm_upgrade_refuses_before_any_write)."""
+    writable_copy(src, dst)
+    with open(os.path.join(dst, 'values.yaml'), 'a') as handle:
+        handle.write('\ngpuopsUpgradeTest:\n  marker: next\n')
+    if not crd:
+        path = os.path.join(dst, 'crds', 'nfd-api-crds.yaml')
+        with open(path) as handle:
+            docs = [doc for doc in yaml.safe_load_all(handle) if doc]
+        for doc in docs:
+            if doc['metadata']['name'] == NODE_FEATURE_RULES:
+                doc['spec']['scope'] = 'Namespaced'
+        with open(path, 'w') as handle:
+            yaml.safe_dump_all(docs, handle)
+    else:
+        path = os.path.join(dst, 'crds', crd)
+        with open(path) as handle:
+            doc = yaml.safe_load(handle)
+        doc['metadata'].setdefault('annotations', {})[CRD_MARK] = NEXT['gpu-operator']
+        with open(path, 'w') as handle:
+            yaml.safe_dump(doc, handle)
+    return dst
+
+
+class _Quiet(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture(scope='module')
+def chart_repo(helm, chart, tmp_path_factory):
+    """The URL of a chart repository (helm repo index) on 127.0.0.1, served while this module's tests run."""
+    root, work = tmp_path_factory.mktemp('chart-repo'), tmp_path_factory.mktemp('chart-src')
+    nfd = os.path.join(chart, 'charts', 'node-feature-discovery')
+    packages = [(chart, None), (next_chart(chart, str(work / 'gpu-operator'), 'nvidia.com_nvidiadrivers.yaml'),
+                                NEXT['gpu-operator']),
+                (nfd, None), (next_chart(nfd, str(work / 'node-feature-discovery')), NEXT['node-feature-discovery'])]
+    packages += [(nfd, version) for version in NFD_FAR]
+    for path, version in packages:
+        subprocess.run([helm, 'package', path, '-d', str(root)] + (['--version', version] if version else []),
+                       check=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    server = http.server.ThreadingHTTPServer(('127.0.0.1', 0), functools.partial(_Quiet, directory=str(root)))
+    url = 'http://127.0.0.1:%d' % server.server_address[1]
+    subprocess.run([helm, 'repo', 'index', str(root), '--url', url], check=True)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield url
+    server.shutdown()
+    server.server_close()
+
+
+@pytest.fixture(scope='module')
+def upgrade_vars(helm, chart_repo):
+    return {'upgrade_method': 'helm', 'upgrade_helm_binary': helm,
+            'upgrade_gpu_operator_namespace': 'gpu-operator', 'upgrade_nfd_namespace': 'node-feature-discovery',
+            'upgrade_gpu_operator_helm_chart_ref': 'gpu-operator', 'upgrade_nfd_helm_chart_ref': 'node-feature-discovery',
+            'upgrade_gpu_operator_helm_chart_repo_url': chart_repo, 'upgrade_nfd_helm_chart_repo_url': chart_repo,
+            'upgrade_gpu_operator_helm_chart_version': NEXT['gpu-operator'],
+            'upgrade_nfd_helm_chart_version': NEXT['node-feature-discovery'],
+            'upgrade_gpu_operator_helm_values': {'operator': {'logging': {'level': 'debug'}}},
+            'upgrade_wait_timeout': 300}
+
+
+def upgrade(testbed, check=False, vars=None):
+    """(rc, results by task name, the play's stats, the whole output) of one run of the upgrade role; the output
+    whole, for task_results (run_play_stats keeps its end only)."""
+    rc, results, raw = run_play(testbed.kubeconfig, [include('upgrade')], check=check, vars=vars)
+    return rc, results, callback_output(raw).get('stats', {}).get('localhost', {}), raw
+
+
+def report(raw):
+    """The failed tasks with their messages, then the end of the output: an assertion's message."""
+    return '\n'.join('%s: %s' % (name, r.get('msg')) for name, r in task_results(raw) if r.get('failed')) + raw[-3000:]
+
+
+def helm_releases(helm, testbed):
+    """name -> (chart, revision, status) as `helm list` shows them."""
+    out = subprocess.run([helm, 'list', '-A', '-o', 'json', '--kubeconfig', testbed.kubeconfig], check=True,
+                         stdout=subprocess.PIPE, text=True).stdout
+    return dict((r['name'], (r['chart'], int(r['revision']), r['status'])) for r in json.loads(out))
+
+
+def crd_state(api_client):
+    crd = api_client.call_api('/apis/apiextensions.k8s.io/v1/customresourcedefinitions/' + DRIVERS_CRD, 'GET',
+                              response_type='object', _return_http_data_only=True)
+    managers = sorted((f['manager'], f['operation']) for f in crd['metadata'].get('managedFields') or [])
+    return crd['metadata']['resourceVersion'], (crd['metadata'].get('annotations') or {}).get(CRD_MARK), managers
+
+
+def lease_absent(custom):
+    try:
+        custom.get_namespaced_custom_object(*LOCK)
+    except ApiException as exc:
+        return exc.status == 404
+    return False
+
+
+def test_helm_upgrade_check_mode_shows_the_plan_and_values_diff_and_writes_nothing(
+        testbed, helm, upgrade_vars, custom, api_client):
+    before, crd = helm_releases(helm, testbed), crd_state(api_client)
+    assert before['gpu-operator'][0] == 'gpu-operator-v1.0.0-devel', before
+    nfd_revision, gpu_revision = before['node-feature-discovery'][1], before['gpu-operator'][1]
+
+    rc, results, _stats, raw = upgrade(testbed, check=True, vars=upgrade_vars)
+    assert rc == 0, report(raw)
+    shown = results[PLAN_TASK]['msg']
+    assert shown['plan'] == [
+        'Node Feature Discovery: upgrade Helm release node-feature-discovery/node-feature-discovery from chart '
+        'node-feature-discovery 0.18.2 (revision %d) to 0.19.0: the CRDs first (nfd-api-crds.yaml), then helm '
+        'upgrade; undo: helm rollback node-feature-discovery %d -n node-feature-discovery'
+        % (nfd_revision, nfd_revision),
+        'GPU operator: upgrade Helm release gpu-operator/gpu-operator from chart gpu-operator v1.0.0-devel '
+        '(revision %d) to v1.1.0: the CRDs first (nvidia.com_clusterpolicies.yaml, nvidia.com_nvidiadrivers.yaml), '
+        'then helm upgrade; undo: helm rollback gpu-operator %d -n gpu-operator' % (gpu_revision, gpu_revision)]
+    # the computed values, installed -> target, as helm get values --all will show them: the new chart default
+    # and the value changed with the upgrade, nothing else
+    assert shown['values_diff'] == {
+        'nfd': ['+ gpuopsUpgradeTest.marker: "next"'],
+        'gpu_operator': ['+ gpuopsUpgradeTest.marker: "next"', '~ operator.logging.level: "info" -> "debug"']}
+    assert shown['warnings'] == [] and shown['errors'] == []
+    assert helm_releases(helm, testbed) == before and crd_state(api_client) == crd and lease_absent(custom)
+
+
+def test_helm_upgrade_crds_first_then_helm_upgrade_then_no_change_and_the_rollback_command_works(
+        testbed, helm, upgrade_vars, custom, api_client):
+    before = helm_releases(helm, testbed)
+    rc, results, _stats, raw = upgrade(testbed, vars=upgrade_vars)
+    assert rc == 0, report(raw)
+    # per release, NFD first: its CRDs by server-side apply, then helm upgrade
+    order = [(name.split(' | ')[-1], sorted(i['__upgrade_helm_crd'].rsplit('/', 1)[-1] for i in r.get('results', [])))
+             for name, r in task_results(raw) if name.startswith('helm_apply | ') and 'Record' not in name]
+    assert order == [("Apply the target chart's CRDs first (server-side apply)", ['nfd-api-crds.yaml']),
+                     ('Run helm upgrade to the target chart', []), ('Read the release after the upgrade', []),
+                     ("Apply the target chart's CRDs first (server-side apply)",
+                      ['nvidia.com_clusterpolicies.yaml', 'nvidia.com_nvidiadrivers.yaml']),
+                     ('Run helm upgrade to the target chart', []), ('Read the release after the upgrade', [])], order
+    after = helm_releases(helm, testbed)
+    assert after == {'node-feature-discovery': ('node-feature-discovery-0.19.0',
+                                                before['node-feature-discovery'][1] + 1, 'deployed'),
+                     'gpu-operator': ('gpu-operator-v1.1.0', before['gpu-operator'][1] + 1, 'deployed')}
+    _rv, mark, managers = crd_state(api_client)
+    assert mark == 'v1.1.0' and ('gpuops.gpu', 'Apply') in managers, managers
+    result = results['helm_summary | Releases, revisions and how to roll back']['msg']
+    rollback = ['helm rollback node-feature-discovery %d -n node-feature-discovery' % before['node-feature-discovery'][1],
+                'helm rollback gpu-operator %d -n gpu-operator' % before['gpu-operator'][1]]
+    assert result['rollback'] == rollback, result
+    assert [(r['release'], r['chart'], r['revision']) for r in result['releases']] == [
+        ('node-feature-discovery/node-feature-discovery', 'node-feature-discovery-0.19.0',
+         after['node-feature-discovery'][1]),
+        ('gpu-operator/gpu-operator', 'gpu-operator-v1.1.0', after['gpu-operator'][1])], result['releases']
+    assert 'nvidia.com_nvidiadrivers.yaml' in result['releases'][1]['crds_changed'], result['releases']
+    assert lease_absent(custom)
+
+    # again at the target: nothing changes
+    rc, results, stats, raw = upgrade(testbed, vars=upgrade_vars)
+    assert rc == 0 and stats.get('changed') == 0, report(raw)
+    assert all(line.endswith('with these values already: nothing to do') for line in results[PLAN_TASK]['msg']['plan'])
+    assert helm_releases(helm, testbed) == after
+
+    # the commands the result gave take both releases back to the charts they ran
+    for command in rollback:
+        subprocess.run([helm] + command.split()[1:] + ['--kubeconfig', testbed.kubeconfig], check=True,
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    back = helm_releases(helm, testbed)
+    assert dict((name, chart) for name, (chart, _rev, _status) in back.items()) == {
+        'node-feature-discovery': before['node-feature-discovery'][0], 'gpu-operator': before['gpu-operator'][0]}
+
+
+def test_helm_upgrade_refuses_before_any_write(testbed, helm, upgrade_vars, custom, api_client):
+    """A version the repository does not offer, a jump over three release lines and a held rollout lock: every
+    reason in one message, nothing pulled or written; then a CRD the cluster would refuse, nothing written."""
+    now = datetime.datetime.now(datetime.timezone.utc).strftime('%Y-%m-%dT%H:%M:%S.%fZ')
+    custom.create_namespaced_custom_object(*LOCK[:4], {
+        'apiVersion': 'coordination.k8s.io/v1', 'kind': 'Lease',
+        'metadata': {'name': LOCK[4], 'annotations': {'gpuops.gpu/lock-purpose': 'mig_rollout of 1 node'}},
+        'spec': {'holderIdentity': 'another-run', 'leaseDurationSeconds': 600, 'acquireTime': now, 'renewTime': now}})
+    before, crd = helm_releases(helm, testbed), crd_state(api_client)
+    try:
+        rc, results, _stats, raw = upgrade(testbed, vars=dict(
+            upgrade_vars, upgrade_gpu_operator_helm_chart_version='v9.9.9', upgrade_nfd_helm_chart_version=NFD_FAR[1]))
+    finally:
+        custom.delete_namespaced_custom_object(*LOCK)
+    assert rc != 0, report(raw)
+    failed = results['helm_preflight | Stop before pulling or writing anything when the upgrade cannot go ahead']
+    assert failed['msg'][:3] == [
+        'Nothing was changed and the installed releases keep serving; fix these first:',
+        'Node Feature Discovery: 0.18.2 -> 0.21.0 crosses 3 release lines the repository offers (0.19, 0.20, 0.21), '
+        'more than upgrade_helm_max_release_lines (2); upgrade to 0.20.0 first, or raise '
+        'upgrade_helm_max_release_lines when the release notes of every line in between allow it',
+        'GPU operator: chart gpu-operator version v9.9.9 is not in the repository %s (it offers v1.1.0, v1.0.0-devel)'
+        % upgrade_vars['upgrade_gpu_operator_helm_chart_repo_url']], report(raw)
+    assert len(failed['msg']) == 4, failed['msg']
+    assert failed['msg'][3].startswith('the rollout lock (Lease gpuops-gpu-rollout) is held by'), failed['msg']
+    assert 'mig_rollout of 1 node' in failed['msg'][3], failed['msg']
+    assert not any(name.startswith('helm_preflight | Pull each') and not r.get('skipped')
+                   for name, r in task_results(raw)), report(raw)
+    assert helm_releases(helm, testbed) == before and crd_state(api_client) == crd
+
+    # a chart whose CRD the cluster cannot take (NFD's cluster-scoped NodeFeatureRule over the testbed's namespaced
+    # one): found by a server-side dry run once the chart is pulled; neither release moves
+    rc, results, _stats, raw = upgrade(testbed, vars=dict(upgrade_vars, upgrade_nfd_helm_chart_version=NFD_FAR[0]))
+    assert rc != 0, report(raw)
+    failed = results['helm_preflight | Stop before writing anything when the upgrade cannot go ahead']
+    assert failed['msg'] == [
+        'Nothing was changed and the installed releases keep serving; fix these first:',
+        'Node Feature Discovery: the cluster refuses nfd-api-crds.yaml of chart node-feature-discovery 0.20.0 '
+        '(server-side apply, dry run): CustomResourceDefinition.apiextensions.k8s.io "%s" is invalid: spec.scope: '
+        'Invalid value: "Cluster": field is immutable' % NODE_FEATURE_RULES], report(raw)
+    assert helm_releases(helm, testbed) == before and crd_state(api_client) == crd
 
 
 # --- uninstall of the Helm releases (these run last: they remove what the cases above installed) -------------

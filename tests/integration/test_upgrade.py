@@ -13,7 +13,7 @@ import pytest
 from kubernetes import client
 
 import conftest
-from ansible_run import include, run_play_stats
+from ansible_run import callback_output, include, run_play, run_play_stats
 from policy_helpers import CP, POLICY_NAME
 from role_cases import assert_failed, failure_cases
 
@@ -239,3 +239,233 @@ def test_nfd_rerun_at_the_target_changes_nothing(testbed, nfd_installed):
     plan = next(r for name, r in results.items() if name.endswith('The plan'))
     assert plan['msg'] == ['nfd: at %s already, nothing to do' % NFD_NEW]
     assert nfd_snapshot(nfd_installed) == before
+
+
+# --- the driver, through the operator's own upgrade controller ------------------------------------
+# The real operator's upgrade controller (k8s-operator-libs pkg/upgrade, docs/facts.md "Driver upgrades through the
+# operator") walks each node through nvidia.com/gpu-driver-upgrade-state and restarts its driver pod; the real
+# DaemonSet controller starts the new one (updateStrategy OnDelete), KWOK runs it, and the simulated GFD labels the
+# driver version it runs (docs/testbed.md "Driver upgrades"). The operator runs with OLM's digest-pinned DRIVER_IMAGE,
+# so the first upgrade goes from the digest to a tag.
+
+DRIVER = '580.105.08'
+DRIVER_2 = '580.126.09'
+DRIVER_3 = '580.65.06'
+DRIVER_TASK = 'driver_apply | Set the driver target and policy, follow the operator\'s upgrade on every node'
+DRIVER_PLAN = 'driver_preflight | The driver upgrade plan'
+SUMMARY = 'Show the rollout summary (node, from -> to, duration, pods evicted, result)'
+PAUSED = 'gpuops.gpu/driver-upgrade-paused'
+# drain off (the OLM tests above turned it on): a failed pod deletion then ends upgrade-failed at once, rather than
+# after a drain that the same PodDisruptionBudget blocks for drain.timeoutSeconds
+DRIVER_POLICY = {'max_parallel_upgrades': 1, 'max_unavailable': 1, 'pod_deletion': {'timeout_seconds': 5},
+                 'drain': {'enable': False}}
+DRIVER_VARS = dict(VARS, upgrade_gpu_operator_csv='', upgrade_driver_version=DRIVER,
+                   upgrade_driver_upgrade_policy=DRIVER_POLICY, upgrade_driver_state_timeout=240)
+TEAM = 'team-a'
+
+
+def driver_pods(core, operator_ns):
+    """{node: (image, ready)} of the driver pods that are not being deleted."""
+    return dict((p.spec.node_name, (p.spec.containers[0].image,
+                                    all(s.ready for s in p.status.container_statuses or [])))
+                for p in core.list_namespaced_pod(operator_ns, label_selector='app=nvidia-driver-daemonset').items
+                if not p.metadata.deletion_timestamp)
+
+
+def driver_state(core):
+    """{node: (upgrade state, cordoned, paused mark)} of the GPU nodes."""
+    return dict((n.metadata.name, ((n.metadata.labels or {}).get(UPGRADE_STATE), bool(n.spec.unschedulable),
+                                   (n.metadata.annotations or {}).get(PAUSED)))
+                for n in core.list_node().items if n.metadata.name in GPU_NODES)
+
+
+def at_driver(core, operator_ns, version):
+    """Every GPU node upgrade-done, schedulable, its driver pod ready on <version>-<os tag>."""
+    pods = driver_pods(core, operator_ns)
+    return driver_state(core) == dict((n, ('upgrade-done', False, None)) for n in GPU_NODES) and all(
+        pods.get(n) == ('nvcr.io/nvidia/driver:%s-rhcos4.18' % version, True) for n in GPU_NODES)
+
+
+def driver_snapshot(custom, core):
+    return (custom.get_cluster_custom_object(*CP, POLICY_NAME)['metadata']['resourceVersion'], driver_state(core),
+            sorted(p.metadata.uid for p in core.list_pod_for_all_namespaces(
+                label_selector='app=nvidia-driver-daemonset').items))
+
+
+def set_pdb(api_client, present):
+    """The PodDisruptionBudget that keeps the GPU workload on t4-0 from being evicted (minAvailable 1)."""
+    policy = client.PolicyV1Api(api_client)
+    if present:
+        policy.create_namespaced_pod_disruption_budget(TEAM, {
+            'metadata': {'name': 'train'}, 'spec': {'minAvailable': 1, 'selector': {'matchLabels': {'app': 'train'}}}})
+        conftest.wait_until('the PDB to allow no disruption', lambda: (policy.read_namespaced_pod_disruption_budget(
+            'train', TEAM).status.expected_pods or 0) == 1, 30)
+    else:
+        policy.delete_namespaced_pod_disruption_budget('train', TEAM)
+
+
+@pytest.fixture(scope='module')
+def gpu_workload(testbed, nfd_installed, core, api_client):
+    """A GPU Deployment pinned to t4-0 (what the operator deletes there before it replaces the driver), every GPU
+    node upgrade-done on the driver OLM pinned (autoUpgrade is on since test_upgrade_approves_...)."""
+    conftest.wait_until('both GPU nodes upgrade-done', lambda: [s for s, _c, _p in driver_state(core).values()] == [
+        'upgrade-done'] * 2, 180)
+    core.create_namespace({'metadata': {'name': TEAM}})
+    client.AppsV1Api(api_client).create_namespaced_deployment(TEAM, {
+        'metadata': {'name': 'train'}, 'spec': {
+            'replicas': 1, 'selector': {'matchLabels': {'app': 'train'}},
+            'template': {'metadata': {'labels': {'app': 'train'}}, 'spec': {
+                'nodeSelector': {'kubernetes.io/hostname': 't4-0'},
+                'containers': [{'name': 'train', 'image': 'nvcr.io/nvidia/pytorch:25.01-py3',
+                                'resources': {'limits': {'nvidia.com/gpu': 1}}}]}}}})
+    conftest.wait_until('the GPU workload running on t4-0', lambda: [
+        p.status.phase for p in core.list_namespaced_pod(TEAM).items] == ['Running'], 60)
+    return nfd_installed
+
+
+def test_driver_check_mode_plans_and_writes_nothing(testbed, gpu_workload, core, api_client):
+    custom = gpu_workload
+    set_pdb(api_client, True)
+    try:
+        before = driver_snapshot(custom, core)
+        rc, results, _stats, raw = run_play_stats(testbed.kubeconfig, ROLE, check=True, diff=True, vars=DRIVER_VARS)
+        assert rc == 0, raw
+        after = driver_snapshot(custom, core)
+    finally:
+        set_pdb(api_client, False)
+    assert after == before
+    lines = results[DRIVER_PLAN]['msg']
+    train = next(p.metadata.name for p in core.list_namespaced_pod(TEAM).items)
+    assert lines[0].startswith('batch 1: t4-0 sha256:') and lines[0].endswith(' -> %s' % DRIVER), lines
+    assert '  t4-0: the operator deletes GPU pod(s) %s/%s' % (TEAM, train) in lines, lines
+    assert ('  t4-0: %s/%s would block: PodDisruptionBudget %s/train allows no disruption (the node would end '
+            'upgrade-failed)' % (TEAM, train, TEAM)) in lines, lines
+    assert any(line.startswith('batch 2: t4-1 sha256:') for line in lines), lines
+    assert lines[-1] == ('ClusterPolicy: set driver.image=driver, driver.repository=nvcr.io/nvidia, '
+                         'driver.upgradePolicy.drain.enable=false, driver.upgradePolicy.maxUnavailable=1, '
+                         'driver.upgradePolicy.podDeletion.timeoutSeconds=5, driver.version=%s' % DRIVER), lines
+    summary = results[SUMMARY]['msg']
+    assert summary[0] == 'Driver upgrade: 2 node(s)' and summary[-1] == 'planned 2 (check mode: nothing was changed)'
+
+
+def test_driver_upgrade_follows_every_node_to_upgrade_done(testbed, gpu_workload, core, operator_ns):
+    custom = gpu_workload
+    train = next(p.metadata.name for p in core.list_namespaced_pod(TEAM).items)
+    rc, results, raw = run_play(testbed.kubeconfig, ROLE, vars=DRIVER_VARS,
+                                extra_env={'ANSIBLE_SHOW_CUSTOM_STATS': '1'})
+    assert rc == 0, raw[-6000:]
+    assert at_driver(core, operator_ns, DRIVER), (driver_state(core), driver_pods(
+        core, operator_ns))
+    policy = custom.get_cluster_custom_object(*CP, POLICY_NAME)['spec']['driver']
+    assert (policy['repository'], policy['image'], policy['version']) == ('nvcr.io/nvidia', 'driver', DRIVER)
+    assert policy['upgradePolicy']['autoUpgrade'] is True and policy['upgradePolicy']['maxUnavailable'] == 1
+    # the simulated GFD reports the driver that runs now
+    assert all(core.read_node(n).metadata.labels['nvidia.com/cuda.driver-version.full'] == DRIVER for n in GPU_NODES)
+    # progress in the job output: each node's states as they come, the status line, the end
+    for node in GPU_NODES:
+        assert '] %s: upgrade-done' % node in raw or '%s: upgrade-done' % node in raw, raw
+    assert 'driver upgrade done: 2 node(s) at nvcr.io/nvidia/driver:%s-rhcos4.18' % DRIVER in raw, raw
+    assert 'driver rollout on ' in raw and 'done: 2/2' in raw, raw
+    nodes = dict((n['node'], n) for n in results[DRIVER_TASK]['nodes'])
+    assert sorted(nodes) == GPU_NODES
+    for node, entry in nodes.items():
+        assert (entry['phase'], entry['to'], entry['state']) == ('done', DRIVER, 'upgrade-done'), entry
+        assert entry['from'].startswith('sha256:'), entry
+        timeline = entry['timeline']
+        assert 'started' in timeline and 'uncordoned' in timeline, entry
+        assert sorted(timeline.values()) == [timeline[e] for e in (
+            'started', 'cordoned', 'drained', 'reported', 'verified', 'uncordoned') if e in timeline], timeline
+        assert [s for s, _t in entry['states']][-1] == 'upgrade-done', entry['states']
+    assert nodes['t4-0']['evicted'] == ['%s/%s' % (TEAM, train)] and nodes['t4-1']['evicted'] == []
+    summary = results[SUMMARY]['msg']
+    assert summary[-1] == 'done 2, held 0, gone 0, not started 0', summary
+    assert any(line.startswith('t4-0  sha256:') and line.endswith('1        done') for line in summary), summary
+    stats = custom_stats(raw)['gpuops_rollout']
+    assert stats['kind'] == 'driver_upgrade' and sorted(n['node'] for n in stats['nodes']) == GPU_NODES
+    assert all(n['timeline'] for n in stats['nodes'])
+    conftest.wait_until('the GPU workload back on t4-0', lambda: [
+        p.status.phase for p in core.list_namespaced_pod(TEAM).items] == ['Running'], 60)
+
+
+def custom_stats(raw):
+    """The set_stats data of a run (the json callback's global_custom_stats)."""
+    return callback_output(raw).get('global_custom_stats') or {}
+
+
+def test_driver_rerun_changes_nothing(testbed, gpu_workload, core):
+    before = driver_snapshot(gpu_workload, core)
+    rc, results, stats, raw = run_play_stats(testbed.kubeconfig, ROLE, vars=DRIVER_VARS)
+    assert rc == 0, raw
+    assert stats.get('changed') == 0, raw
+    assert results[DRIVER_PLAN]['msg'] == [
+        'driver: every driver node runs nvcr.io/nvidia/driver:%s-rhcos4.18 already, nothing to upgrade' % DRIVER]
+    assert driver_snapshot(gpu_workload, core) == before
+
+
+def test_driver_failure_is_held_with_its_reason_paused_and_resumed(
+        testbed, gpu_workload, core, api_client, operator_ns):
+    """The GPU workload on t4-0 is protected by a PodDisruptionBudget: the operator's pod deletion times out
+    (podDeletion.timeoutSeconds 5) and it labels t4-0 upgrade-failed with a Warning Event. The run stops naming
+    it, and pauses the operator's upgrades (on_failure pause); once the PDB is gone, a re-run resumes and ends
+    with both nodes on the new driver and t4-0 back in service."""
+    custom = gpu_workload
+    variables = dict(DRIVER_VARS, upgrade_driver_version=DRIVER_2, upgrade_driver_on_failure='pause')
+    set_pdb(api_client, True)
+    try:
+        rc, results, raw = run_play(testbed.kubeconfig, ROLE, vars=variables)
+        assert rc != 0, raw[-6000:]
+        failed = results[DRIVER_TASK]
+        assert failed.get('failed') and failed['paused'] is True, failed
+        msg = failed['msg']
+        assert msg.startswith('driver upgrade held: node t4-0 (state upgrade-failed): is upgrade-failed: Failed to '
+                              'delete workload pods on the node for the driver upgrade'), msg
+        assert 'PodDisruptionBudget' in msg or 'global timeout reached: 5s' in msg, msg
+        assert '; driver pod: nvidia-driver-daemonset-' in msg and 'Running, ready' in msg, msg
+        assert "The operator's upgrades are paused (autoUpgrade false)" in msg, msg
+        assert 't4-0 held: is upgrade-failed' in raw, raw[:6000]
+        held = next(line for line in results[SUMMARY]['msg'] if line.startswith('t4-0 '))
+        assert 'held: is upgrade-failed: Failed to delete workload pods' in held, held
+        assert custom.get_cluster_custom_object(*CP, POLICY_NAME)['spec']['driver']['upgradePolicy'][
+            'autoUpgrade'] is False
+        # autoUpgrade false: the operator removed its state labels; t4-0 stays cordoned, marked for the resume
+        conftest.wait_until('the operator to drop its state labels', lambda: all(
+            s is None for s, _c, _p in driver_state(core).values()), 60)
+        assert driver_state(core)['t4-0'] == (None, True, 'true')
+    finally:
+        set_pdb(api_client, False)
+    rc, results, raw = run_play(testbed.kubeconfig, ROLE, vars=variables)
+    assert rc == 0, raw[-6000:]
+    assert 'resuming after a pause: t4-0' in raw and 't4-0: uncordoned' in raw, raw[:6000]
+    assert at_driver(core, operator_ns, DRIVER_2), (driver_state(core), driver_pods(
+        core, operator_ns))
+    assert custom.get_cluster_custom_object(*CP, POLICY_NAME)['spec']['driver']['upgradePolicy']['autoUpgrade'] is True
+    assert results[SUMMARY]['msg'][-1] == 'done %d, held 0, gone 0, not started 0' % len(results[DRIVER_TASK]['nodes'])
+
+
+def test_driver_failure_without_pause_is_retried_on_the_next_run(testbed, gpu_workload, core, api_client, operator_ns):
+    """on_failure stop: the operator keeps its upgrades on and t4-0 stays upgrade-failed (it never leaves that state
+    by itself while its old driver runs). After the fix the next run retries it as NVIDIA documents - its GPU pods
+    evicted, its driver pod restarted - and the operator finishes it."""
+    task = {'name': 'driver', 'gpuops.gpu.driver_upgrade': {
+        'version': DRIVER_3, 'policy': DRIVER_POLICY, 'poll_interval': 1, 'state_timeout': 240,
+        'operator_namespace': operator_ns}}
+    conftest.wait_until('the GPU workload running on t4-0', lambda: [
+        p.status.phase for p in core.list_namespaced_pod(TEAM).items] == ['Running'], 60)
+    set_pdb(api_client, True)
+    try:
+        rc, results, raw = run_play(testbed.kubeconfig, [task])
+        assert rc != 0, raw[-6000:]
+        assert 'node t4-0 (state upgrade-failed)' in results['driver']['msg'], results['driver']
+        assert 'fix the cause and run again to resume (an upgrade-failed node is retried' in results['driver']['msg']
+        assert driver_state(core)['t4-0'] == ('upgrade-failed', True, None)
+    finally:
+        set_pdb(api_client, False)
+    train = next(p.metadata.name for p in core.list_namespaced_pod(TEAM).items)
+    rc, results, raw = run_play(testbed.kubeconfig, [task])
+    assert rc == 0, raw[-6000:]
+    assert "t4-0: upgrade-failed before this run: moving its GPU pods off, then restarting its driver pod" in raw, \
+        raw[:6000]
+    entry = next(n for n in results['driver']['nodes'] if n['node'] == 't4-0')
+    assert entry['retried'] is True and entry['phase'] == 'done' and '%s/%s' % (TEAM, train) in entry['evicted'], entry
+    assert at_driver(core, operator_ns, DRIVER_3), (driver_state(core), driver_pods(
+        core, operator_ns))

@@ -219,3 +219,38 @@ def selector_text(requirements):
         else:
             parts.append('%s %s (%s)' % (key, operator, ','.join(values)))
     return ','.join(parts)
+
+
+# a LabelSelector's matchExpressions operators, as requirement operators
+_EXPRESSION_OPERATORS = {'In': 'in', 'NotIn': 'notin', 'Exists': 'exists', 'DoesNotExist': '!'}
+
+
+def label_selector_requirements(selector):
+    """A LabelSelector object (``matchLabels``, ``matchExpressions``) as requirements; None when an
+    expression has an operator Kubernetes does not define (it then matches nothing)."""
+    out = [(k, 'in', (v,)) for k, v in sorted((selector.get('matchLabels') or {}).items())]
+    for expr in selector.get('matchExpressions') or []:
+        operator = _EXPRESSION_OPERATORS.get(expr.get('operator'))
+        if operator is None:
+            return None
+        out.append((expr.get('key'), operator, tuple(expr.get('values') or ())))
+    return out
+
+
+def blocking_pdbs(pod, pdbs):
+    """'namespace/name' of the PodDisruptionBudgets that select ``pod`` and allow no disruption."""
+    meta = pod.get('metadata') or {}
+    labels = meta.get('labels') or {}
+    out = []
+    for pdb in pdbs:
+        if pdb['metadata'].get('namespace') != meta.get('namespace'):
+            continue
+        sel = (pdb.get('spec') or {}).get('selector') or {}
+        if not sel:
+            continue
+        requirements = label_selector_requirements(sel)
+        if requirements is None or not selector_matches(requirements, labels):
+            continue
+        if (pdb.get('status') or {}).get('disruptionsAllowed', 0) < 1:
+            out.append('%s/%s' % (pdb['metadata']['namespace'], pdb['metadata']['name']))
+    return out

@@ -44,6 +44,12 @@ COLLECTION_CHARTS = (
      'repo_url': ('monitoring_console_plugin_chart_repo_url', ''),
      'version': ('monitoring_console_plugin_chart_version', ''),
      'switch': ('monitoring_console_plugin_install', True)},
+    # the upgrade role's targets (upgrade_method helm): what an air-gapped upgrade pulls
+    {'role': 'upgrade', 'ref': ('upgrade_nfd_helm_chart_ref', ''), 'repo_url': ('upgrade_nfd_helm_chart_repo_url', ''),
+     'version': ('upgrade_nfd_helm_chart_version', ''), 'switch': ('upgrade_method', 'helm')},
+    {'role': 'upgrade', 'ref': ('upgrade_gpu_operator_helm_chart_ref', ''),
+     'repo_url': ('upgrade_gpu_operator_helm_chart_repo_url', ''),
+     'version': ('upgrade_gpu_operator_helm_chart_version', ''), 'switch': ('upgrade_method', 'helm')},
 )
 
 _OCI = 'oci://'

@@ -315,7 +315,8 @@ def upgrade_plan(request):
     patch, errors = driver_upgrade_policy(request.get('driver_upgrade_policy'))
     needs_policy = bool(patch) or any(op['operator'] == 'gpu_operator' for op in operators)
     errors = [e for op in operators for e in op['errors']] + errors
-    errors.extend(_policy_errors(request.get('cluster_policy'), needs_policy))
+    if operators or patch:  # nothing else to write (a driver upgrade alone: its module checks the ClusterPolicy)
+        errors.extend(_policy_errors(request.get('cluster_policy'), needs_policy))
     errors.extend(changes_in_progress(request.get('lock'), request.get('nodes')))
     upgrades = [op for op in operators if op['action'] == 'upgrade']
     actions = []

@@ -13,20 +13,21 @@ the restart of operand pods (e.g. the device plugin) after a label change.
 from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
 
-from ansible_collections.gpuops.gpu.plugins.module_utils.common.objects import labels_of, meta_of
+from ansible_collections.gpuops.gpu.plugins.module_utils.common.objects import labels_of
 from ansible_collections.gpuops.gpu.plugins.module_utils.gpu import node as gn
 from ansible_collections.gpuops.gpu.plugins.module_utils.common.names import ANN_ROLLOUT_UPDATED
-from ansible_collections.gpuops.gpu.plugins.module_utils.common.selector import selector_matches
+from ansible_collections.gpuops.gpu.plugins.module_utils.common import selector as _selector
 from ansible_collections.gpuops.gpu.plugins.module_utils.common.errors import status_of
 from ansible_collections.gpuops.gpu.plugins.module_utils.rollout.api import FENCE_CALL, now_iso
+
+# which PodDisruptionBudgets would block an eviction (the check-mode plans): pure, in common/selector.py
+blocking_pdbs = _selector.blocking_pdbs
+label_selector_requirements = _selector.label_selector_requirements
 
 try:
     from kubernetes.client.rest import ApiException
 except ImportError:  # pragma: no cover - the module reports the missing library
     ApiException = Exception
-
-# a LabelSelector's matchExpressions operators, as common.selector requirement operators
-_EXPRESSION_OPERATORS = {'In': 'in', 'NotIn': 'notin', 'Exists': 'exists', 'DoesNotExist': '!'}
 
 
 def _ref(pod):
@@ -43,38 +44,6 @@ def selected_pods(pods, pod_selector=None):
         names = set(id(p) for p in chosen)
         chosen += [p for p in others if id(p) not in names]
     return chosen
-
-
-def label_selector_requirements(selector):
-    """A LabelSelector object (``matchLabels``, ``matchExpressions``) as common.selector
-    requirements; None when an expression has an operator Kubernetes does not define (it then
-    matches nothing)."""
-    out = [(k, 'in', (v,)) for k, v in sorted((selector.get('matchLabels') or {}).items())]
-    for expr in selector.get('matchExpressions') or []:
-        operator = _EXPRESSION_OPERATORS.get(expr.get('operator'))
-        if operator is None:
-            return None
-        out.append((expr.get('key'), operator, tuple(expr.get('values') or ())))
-    return out
-
-
-def blocking_pdbs(pod, pdbs):
-    """'namespace/name' of the PodDisruptionBudgets that select ``pod`` and allow no disruption."""
-    meta = meta_of(pod)
-    labels = meta.get('labels') or {}
-    out = []
-    for pdb in pdbs:
-        if pdb['metadata'].get('namespace') != meta.get('namespace'):
-            continue
-        sel = (pdb.get('spec') or {}).get('selector') or {}
-        if not sel:
-            continue
-        requirements = label_selector_requirements(sel)
-        if requirements is None or not selector_matches(requirements, labels):
-            continue
-        if (pdb.get('status') or {}).get('disruptionsAllowed', 0) < 1:
-            out.append('%s/%s' % (pdb['metadata']['namespace'], pdb['metadata']['name']))
-    return out
 
 
 def _evict_all(api, node, pods, st, grace_period):

@@ -70,11 +70,13 @@ class Progress(object):
     ``message`` is the engine's ``log`` callback; ``batch`` and ``nodes`` record where it is. Thread
     safe: the engine's workers log too."""
 
-    def __init__(self, path=None, kind='', timeout=None):
+    def __init__(self, path=None, kind='', timeout=None, phase_words=None):
         self.path = path
         self.lock = threading.Lock()
         self.data = {'format': FORMAT, 'pid': os.getpid(), 'kind': kind, 'seq': 0, 'messages': [],
                      'batch': 0, 'batches': 0, 'nodes': {}, 'reasons': {}, 'done': 0, 'updated': utc_iso()}
+        if phase_words:  # a module whose nodes pass other phases than the engine's names them (status_line)
+            self.data['phase_words'] = [list(pair) for pair in phase_words]
         self.written, self.dirty, self.rolling_since = 0.0, False, None
         if path and threading.current_thread() is threading.main_thread():
             # the action plugin stops an abandoned run (see _stop) with the pid it reads in the file: the
@@ -201,7 +203,7 @@ def status_line(data, elapsed):
     for name, phase in sorted((data.get('nodes') or {}).items()):
         by_phase.setdefault(phase, []).append(name)
     reasons = data.get('reasons') or {}
-    for phase, words in PHASE_WORDS:
+    for phase, words in data.get('phase_words') or PHASE_WORDS:
         names = by_phase.get(phase)
         if not names or phase == 'done':
             continue

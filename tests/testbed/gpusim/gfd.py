@@ -237,6 +237,27 @@ def _full_gpu_labels(product, count, sharing):
     return labels
 
 
+DRIVER_POD_LABEL = ("app", "nvidia-driver-daemonset")  # the operator's driver DaemonSet pods
+_DRIVER_TAG = re.compile(r"^(\d+\.\d+(?:\.\d+)?)(?:-.+)?$")
+
+
+def running_driver(images, default):
+    """The driver GFD reports on a node (``default``: the config's ``{version, cuda}``). GFD reads the
+    version of the kernel module loaded, that is of the newest Running driver pod's image: the operator
+    tags driver images ``<version>-<os tag>`` (``580.105.08-rhcos4.18``, gpu-operator
+    controllers/object_controls.go resolveDriverTag). ``images``: the images of the Running driver pods
+    on the node, newest last; a digest image (``@sha256:``, what OLM's DRIVER_IMAGE pins), no pod or a
+    tag that is not a version keep ``default``."""
+    for image in reversed(images or []):
+        last = str(image or "").rsplit("/", 1)[-1]
+        if "@" in last or ":" not in last:
+            continue
+        match = _DRIVER_TAG.match(last.split(":", 1)[1])
+        if match:
+            return dict(default, version=match.group(1))
+    return dict(default)
+
+
 def driver_labels(driver):
     version = str(driver.get("version", "")).split(".")
     major = version[0] if version else ""

@@ -162,3 +162,16 @@ def test_owned_labels():
               "nvidia.com/mig.config.state", "nvidia.com/gpu.workload.config",
               "nvidia.com/device-plugin.config"):
         assert not gfd.is_owned_label(k), k
+
+
+def test_running_driver_follows_the_driver_pod_image():
+    default = {"version": "580.95.05", "cuda": "13.0"}
+    assert gfd.running_driver([], default) == default
+    # OLM's DRIVER_IMAGE is a digest: no version in it, the config's stays
+    assert gfd.running_driver(["nvcr.io/nvidia/driver@sha256:838f50e3"], default) == default
+    # the operator tags <version>-<os tag>; the newest pod (last) wins; a registry port is not a tag
+    assert gfd.running_driver(["nvcr.io/nvidia/driver:580.95.05-rhcos4.18",
+                               "registry:5000/nvidia/driver:580.105.08-rhcos4.18"], default) == {
+        "version": "580.105.08", "cuda": "13.0"}
+    assert gfd.running_driver(["nvcr.io/nvidia/driver:latest"], default) == default
+    assert gfd.running_driver(["nvcr.io/nvidia/driver:570.86"], default)["version"] == "570.86"

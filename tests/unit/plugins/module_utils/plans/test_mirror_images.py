@@ -24,6 +24,7 @@ REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), *(['..'] * 5)))
 NOT_REFERENCES = {
     'vgpu_driver_image': 'an image name inside the private vgpu_driver_repository',
     'gpu_operator_driver_image': 'an image name inside gpu_operator_driver_repository (an operand, listed from the CSV)',
+    'upgrade_driver_image': 'an image name inside upgrade_driver_repository (the driver operand the operator renders)',
 }
 IMAGE_KEY = re.compile(r'_image$')
 CHART_KEY = re.compile(r'_chart_ref$')

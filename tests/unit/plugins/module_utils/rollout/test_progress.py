@@ -215,3 +215,14 @@ class TestDeadMansSwitch(object):
         progress._watch(alive, 10)
         assert killed == [(os.getpid(), signal.SIGTERM, 1000.0 + 2.0 * 3 + 2.0 * 6)], killed
         assert 'has not read the progress for 12s' in progress.data['messages'][-1][1]
+
+
+def test_status_line_in_the_words_of_the_module_phases():
+    """A module whose nodes pass other phases (the driver upgrade: the operator's states) names them itself."""
+    from ansible_collections.gpuops.gpu.plugins.module_utils.plans.driver_upgrade import PHASE_WORDS
+    progress = pg.Progress(phase_words=PHASE_WORDS)
+    data = dict(progress.data, batch=1, batches=1, total=3, nodes={
+        'a': 'pod-deletion-required', 'b': 'upgrade-required', 'c': 'failed'}, reasons={'c': 'is upgrade-failed: x'})
+    assert pg.status_line(data, 5) == (
+        'gpu rollout 5s: batch 1/1 · waiting for a slot: b · deleting GPU pods: a · held: c (is upgrade-failed: x) · '
+        'done: 0/3')
