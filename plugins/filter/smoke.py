@@ -5,7 +5,7 @@
 """GPU smoke test filters: check the smoke_test role's settings before it writes anything, and what in the
 module's result fails the role.
 
-Thin wrappers: the logic lives in module_utils.plans.smoke. Documentation is in smoke_test_input_errors.yml and
+Thin wrappers: the logic lives in module_utils.plans.smoke (the DRA settings: plans.smoke_dra). Documentation is in smoke_test_input_errors.yml and
 smoke_test_failures.yml.
 """
 
@@ -17,10 +17,10 @@ from ansible.errors import AnsibleFilterError
 
 def smoke_test_input_errors(settings):
     """Every problem with the smoke_test role's settings ([] when none)."""
-    from ansible_collections.gpuops.gpu.plugins.module_utils.plans import smoke
+    from ansible_collections.gpuops.gpu.plugins.module_utils.plans import smoke_dra
     if not isinstance(settings, dict):
         raise AnsibleFilterError('smoke_test_input_errors: expects the settings as a mapping')
-    return smoke.input_errors(settings)
+    return smoke_dra.input_errors(settings)
 
 
 def smoke_test_failures(result, on_error=True, on_no_capacity=False, accept_unread_logs=False):

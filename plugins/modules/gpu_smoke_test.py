@@ -9,14 +9,19 @@ __metaclass__ = type
 # DOCUMENTATION, EXAMPLES and RETURN are in the sidecar gpu_smoke_test.yml.
 
 from ansible_collections.gpuops.gpu.plugins.module_utils.k8s.runner import argument_spec, gpu_module, run_module
-from ansible_collections.gpuops.gpu.plugins.module_utils.ops.smoke import run
+from ansible_collections.gpuops.gpu.plugins.module_utils.ops.smoke_dra import run
 from ansible_collections.gpuops.gpu.plugins.module_utils.gpu.tolerations import GPU_TOLERATION
 from ansible_collections.gpuops.gpu.plugins.module_utils.plans.smoke import GROUP_BY
+from ansible_collections.gpuops.gpu.plugins.module_utils.plans.smoke_dra import MODES
 
 
 def main():
     run_module(gpu_module(argument_spec=argument_spec(
         nodes=dict(type='list', elements='dict', required=True),
+        mode=dict(type='str', default='device-plugin', choices=list(MODES)),
+        device_classes=dict(type='list', elements='str', default=[]),
+        claim_templates=dict(type='list', elements='str', default=[]),
+        extended_resources=dict(type='bool', default=True),
         namespace=dict(type='str', default='gpuops-smoke-test'),
         image=dict(type='str', default='nvcr.io/nvidia/k8s/cuda-sample:vectoradd-cuda12.5.0-ubuntu22.04'),
         image_pull_policy=dict(type='str', default='IfNotPresent', choices=['Always', 'IfNotPresent', 'Never']),

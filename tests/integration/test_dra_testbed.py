@@ -1,6 +1,9 @@
 """The DRA node side of the virtual cluster: the simulated NVIDIA DRA kubelet plugin (gpusim) publishes
 ResourceSlices where the driver's kubelet-plugin DaemonSet runs, and the REAL kube-scheduler allocates
 ResourceClaims from them and serves `nvidia.com/gpu` requests through the DeviceClass's extendedResourceName.
+Then the smoke test role validates it with claims (smoke_test_mode: dra): one workload per DeviceClass and
+ResourceClaimTemplate (written by the dra role) and per extendedResourceName, the fill test per class (N + 1 claims
+on N free devices: exactly N allocated by the scheduler, one Pending with its reason), everything cleaned up.
 
 Cluster: tests/testbed/configs/dra.yaml (a100-0 with 8 A100s, t4-0 and t4-1 with one T4 each, cpu-0; no GPU
 operator). The driver is the stand-in chart of dra_helpers.py, installed with helm and a node selector on
@@ -8,10 +11,14 @@ operator). The driver is the stand-in chart of dra_helpers.py, installed with he
 """
 
 import os
+import ssl
+import urllib.request
 
 import pytest
 
-from conftest import REPO, wait_until
+from ansible_run import changed_tasks, run_role
+from conftest import REPO, create_namespace, wait_until
+from role_cases import assert_failed, failures
 from dra_helpers import DRIVER, NAMESPACE, PLUGIN_LABEL, devices, helm_install, slices, wait_pools, write_chart
 
 TESTBED_CONFIG = os.path.join(REPO, "tests", "testbed", "configs", "dra.yaml")
@@ -170,3 +177,199 @@ def test_slice_follows_the_mig_layout(driver, core, custom, namespace):
                lambda: phases(core, namespace)["mig"] == ("Running", "a100-0"), 90)
     ((pool, device),) = allocations(custom, namespace)["mig"]
     assert pool == "a100-0" and device in want
+
+
+# --- the smoke test through DRA (after the MIG test: a100-0 is a DRA node with 56 MIG 1g.5gb devices, t4-0 and t4-1
+# DRA nodes with one whole T4 each) ---------------------------------------------------------------------------------
+
+SMOKE_NS = "gpuops-smoke-test"
+TEAM = {"gpuops-it/smoke-team": "ml"}
+T4_CLASS, MIG_CLASS, ODD_CLASS = "t4.smoke-it.example.com", "mig-1g.smoke-it.example.com", "odd.smoke-it.example.com"
+T4_RESOURCE = "smoke-it.example.com/t4"
+DRA_RESOURCES = {
+    "dra_device_classes": [
+        {"name": T4_CLASS, "type": "gpu", "product_name": "Tesla T4", "architecture": "Turing",
+         "extended_resource_name": T4_RESOURCE},
+        {"name": MIG_CLASS, "mig_profile": "1g.5gb", "driver_version_min": "550.0"}],
+    "dra_claim_templates": [
+        {"name": "one-t4", "namespace_selector": "gpuops-it/smoke-team=ml", "device_class": T4_CLASS},
+        {"name": "two-migs", "namespace": "dra-smoke-a", "device_class": MIG_CLASS, "count": 2}],
+}
+FAST = {"smoke_test_mode": "dra", "smoke_test_poll_interval": 0.5, "smoke_test_timeout": 120,
+        "smoke_test_stuck_timeout": 20}
+RUN_TASK = "Run a workload on every GPU resource"
+VECTORADD_END = ["Test PASSED", "Done"]
+DEVICES = {"gpu.nvidia.com": ["t4-0", "t4-1"], T4_CLASS: ["t4-0", "t4-1"], "mig.nvidia.com": ["a100-0"],
+           MIG_CLASS: ["a100-0"]}
+FREE = {"gpu.nvidia.com": 2, T4_CLASS: 2, "mig.nvidia.com": 56, MIG_CLASS: 56}
+
+
+def feature_enabled(testbed, component, feature):
+    """Whether ``component`` (its port in the testbed's state) runs with ``feature`` on: its /metrics say so."""
+    context = ssl.create_default_context()
+    context.check_hostname, context.verify_mode = False, ssl.CERT_NONE
+    port = testbed.state()["ports"][component]
+    with urllib.request.urlopen("https://127.0.0.1:%d/metrics" % port, context=context, timeout=10) as answer:
+        text = answer.read().decode()
+    return any(line.startswith('kubernetes_feature_enabled{name="%s"' % feature) and line.endswith(" 1")
+               for line in text.splitlines())
+
+
+def smoke_left(core, batch, custom):
+    """What a smoke test run could leave: its Jobs, pods, claims and claim templates anywhere, and every claim of the
+    cluster (the devices it held are free again once none is left)."""
+    selector = "app.kubernetes.io/name=gpuops-smoke-test"
+    return {"jobs": [j.metadata.name for j in batch.list_job_for_all_namespaces(label_selector=selector).items],
+            "pods": [p.metadata.name for p in core.list_pod_for_all_namespaces(label_selector=selector).items],
+            "templates": [t["metadata"]["name"] for t in custom.list_cluster_custom_object(
+                *RES, "resourceclaimtemplates", label_selector=selector)["items"]],
+            "claims": [c["metadata"]["name"] for c in custom.list_cluster_custom_object(*RES, "resourceclaims")["items"]]}
+
+
+CLEAN = {"jobs": [], "pods": [], "templates": [], "claims": []}
+
+
+@pytest.fixture(scope="module")
+def dra_resources(driver, testbed, core, custom):
+    """The dra role's DeviceClasses (T4s with an extendedResourceName, MIG 1g.5gb) and templates (one T4 in two team
+    namespaces, two MIG devices in one), on a cluster whose claims of the tests before are gone; and a DeviceClass of
+    the cluster's own whose selector the collection does not evaluate (lowerAscii)."""
+    wait_until("no ResourceClaim left by the tests before",
+               lambda: not custom.list_cluster_custom_object(*RES, "resourceclaims")["items"], 90)
+    for name in ("dra-smoke-a", "dra-smoke-b"):
+        create_namespace(core, name, TEAM)
+    custom.create_cluster_custom_object(*RES, "deviceclasses", {
+        "apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass", "metadata": {"name": ODD_CLASS},
+        "spec": {"selectors": [{"cel": {"expression": "device.driver == 'gpu.nvidia.com' && device.attributes["
+                                                      "'gpu.nvidia.com'].productName.lowerAscii() == 'nvidia b200'"}}]}})
+    rc, _results, raw = run_role(testbed.kubeconfig, "dra", DRA_RESOURCES)
+    assert rc == 0, raw[-3000:]
+    wait_pools(custom, DRA_NODES + ["a100-0"])
+
+
+def test_smoke_dra_check_mode_plans_and_writes_nothing(dra_resources, testbed, core, batch, custom):
+    rc, results, raw = run_role(testbed.kubeconfig, "smoke_test", dict(FAST, smoke_test_fill=True), check=True)
+    assert rc == 0, raw[-3000:]
+    result = results[RUN_TASK]
+    cases = {(c["kind"], c["resource"]): c for c in result["dra_cases"]}
+    # the dra role's classes and templates and the driver's classes (not the cluster's own odd one)
+    want = [("class", name) for name in FREE] + [
+        ("template", "dra-smoke-a/one-t4"), ("template", "dra-smoke-a/two-migs"),
+        ("extended-resource", "nvidia.com/gpu"), ("extended-resource", T4_RESOURCE)]
+    assert sorted(cases) == sorted(want)
+    for name, free in FREE.items():
+        case = cases[("class", name)]
+        assert (case["status"], case["free"], case["nodes"]) == ("planned", free, DEVICES[name]), case
+    assert cases[("template", "dra-smoke-a/one-t4")]["namespaces"] == ["dra-smoke-a", "dra-smoke-b"]
+    assert cases[("template", "dra-smoke-a/two-migs")]["nodes"] == ["a100-0"]
+    assert cases[("extended-resource", "nvidia.com/gpu")]["nodes"] == ["t4-0", "t4-1"]
+    assert cases[("extended-resource", T4_RESOURCE)]["device_class"] == T4_CLASS
+    fill = {c["device_class"]: c for c in result["dra_fill_cases"]}
+    assert {name: (c["status"], c["expect_running"], len(c["claims"])) for name, c in fill.items()} == {
+        name: ("planned", free, free + 1) for name, free in FREE.items()}
+    assert result["cases"] == []   # the device-plugin resources are not tested with smoke_test_mode dra
+    assert smoke_left(core, batch, custom) == CLEAN
+
+
+def test_smoke_dra_bad_input_is_refused_before_anything_is_written(dra_resources, testbed, core, batch, custom):
+    custom.create_namespaced_custom_object(*RES, "dra-smoke-a", "resourceclaimtemplates", {
+        "apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaimTemplate", "metadata": {"name": "typo"},
+        "spec": {"spec": one_device("gpu", "h100.smoke-it.example.co")}})
+    try:
+        got, raw = failures(testbed.kubeconfig, "smoke_test", FAST, {
+            "missing-template": {"smoke_test_claim_templates": ["dra-smoke-a/one-t5"]},
+            "missing-class": {"smoke_test_device_classes": [T4_CLASS[:-1]]},
+            "template-of-no-class": {"smoke_test_claim_templates": ["dra-smoke-a/typo"]},
+            "classes-without-dra": {"smoke_test_mode": "device-plugin", "smoke_test_device_classes": [T4_CLASS]},
+            "bad-template-name": {"smoke_test_claim_templates": ["one-t4"]},
+        })
+    finally:
+        custom.delete_namespaced_custom_object(*RES, "dra-smoke-a", "resourceclaimtemplates", "typo")
+    assert_failed(got, raw, {
+        "missing-template": "ResourceClaimTemplate dra-smoke-a/one-t5 does not exist; did you mean dra-smoke-a/one-t4?",
+        "missing-class": "DeviceClass %s does not exist; did you mean %s?" % (T4_CLASS[:-1], T4_CLASS),
+        "template-of-no-class": "ResourceClaimTemplate dra-smoke-a/typo asks for DeviceClass h100.smoke-it.example.co, "
+                                "which does not exist",
+        "classes-without-dra": "smoke_test_device_classes is used only with smoke_test_mode dra or both",
+        "bad-template-name": "one-t4 is not <namespace>/<name> of a ResourceClaimTemplate"})
+    for case in ("missing-template", "missing-class", "template-of-no-class"):
+        assert "nothing was created" in got[case]["msg"], got[case]
+        assert got[case]["task"].endswith("Check the DeviceClasses and ResourceClaimTemplates to test"), got[case]
+    assert smoke_left(core, batch, custom) == CLEAN
+    assert SMOKE_NS not in [n.metadata.name for n in core.list_namespace().items]  # not even the namespace
+
+
+def test_smoke_dra_every_class_template_and_extended_resource(dra_resources, testbed, core, batch, custom):
+    # the real scheduler serves extended resources through DeviceClasses: the feature is on, not assumed
+    assert feature_enabled(testbed, "scheduler", "DRAExtendedResource")
+    rc, results, raw = run_role(testbed.kubeconfig, "smoke_test", FAST)
+    assert rc == 0, raw[-4000:]
+    cases = {(c["kind"], c["resource"]): c for c in results[RUN_TASK]["dra_cases"]}
+    assert len(cases) == 8
+    for key, case in cases.items():
+        assert case["status"] == "passed", case
+        assert case["ran_on"] in case["nodes"], case
+        # the vectorAdd log read back through pods/log: it ran on the allocated device
+        assert case["detail"] == "completed; output has 'Test PASSED'", case
+        assert case["log"].splitlines()[-2:] == VECTORADD_END, case
+        assert case["claim"], case
+    for resource in ("nvidia.com/gpu", T4_RESOURCE):
+        case = cases[("extended-resource", resource)]
+        # the scheduler made the claim of the pod's extended resource (named in the pod's extendedResourceClaimStatus):
+        # served through the DeviceClass, on a DRA node
+        assert "-extended-" in case["claim"] and case["ran_on"] in DRA_NODES, case
+    assert cases[("template", "dra-smoke-a/two-migs")]["ran_on"] == "a100-0"
+    table = "\n".join(results["Show the GPU smoke test results"]["msg"])
+    assert "8 cases: passed 8" in table, table
+    scheduled = {e.involved_object.name: e.message for e in core.list_namespaced_event(SMOKE_NS).items
+                 if e.reason == "Scheduled"}
+    for case in cases.values():
+        assert scheduled[case["pod"]].endswith("to %s" % case["ran_on"]), case
+    assert smoke_left(core, batch, custom) == CLEAN
+    rc, results, raw = run_role(testbed.kubeconfig, "smoke_test", FAST)
+    assert rc == 0, raw[-4000:]
+    assert changed_tasks(results) == [], changed_tasks(results)
+    assert smoke_left(core, batch, custom) == CLEAN
+
+
+def test_smoke_dra_fill_n_plus_one_claims_on_n_devices(dra_resources, testbed, core, batch, custom):
+    rc, results, raw = run_role(testbed.kubeconfig, "smoke_test", dict(
+        FAST, smoke_test_fill=True, smoke_test_device_classes=[T4_CLASS, MIG_CLASS]))
+    assert rc == 0, raw[-4000:]
+    fill = {c["device_class"]: c for c in results[RUN_TASK]["dra_fill_cases"]}
+    for name in (T4_CLASS, MIG_CLASS):
+        case = fill[name]
+        n = FREE[name]
+        assert case["status"] == "passed", case
+        assert case["detail"].startswith("%d claims allocated, %d pods bound, 1 Pending (Unschedulable); expected %d "
+                                         "and 1; the scheduler: " % (n, n, n)), case
+        # the scheduler's own reason: no node can allocate the extra claim
+        assert "cannot allocate all claims" in case["pending_reason"], case
+    # the scheduler's word, read back from the apiserver: N pods Scheduled, one FailedScheduling, per class
+    events = [e for e in core.list_namespaced_event(SMOKE_NS).items if e.involved_object.name.startswith("gpuops-dra-fill")]
+    for name in (T4_CLASS, MIG_CLASS):
+        claims = set(fill[name]["claims"])
+        scheduled = {e.involved_object.name for e in events if e.reason == "Scheduled" and e.involved_object.name in claims}
+        failed = {e.involved_object.name for e in events if e.reason == "FailedScheduling"
+                  and e.involved_object.name in claims}
+        assert len(scheduled) == FREE[name] and len(failed) == 1 and not scheduled & failed, (name, events)
+    assert [c["status"] for c in results[RUN_TASK]["dra_cases"]] == ["passed"] * 3  # two classes, T4 extended
+    assert smoke_left(core, batch, custom) == CLEAN
+
+
+def test_smoke_dra_a_failed_case_is_reported_and_cleaned_up(dra_resources, testbed, core, batch, custom):
+    """A DeviceClass whose selector the collection does not evaluate: its devices are not counted (the fill test is
+    skipped, not guessed), its workload goes to the scheduler, which finds no device; the role fails, saying so, and
+    leaves nothing behind."""
+    rc, results, raw = run_role(testbed.kubeconfig, "smoke_test", dict(
+        FAST, smoke_test_fill=True, smoke_test_device_classes=[ODD_CLASS, T4_CLASS], smoke_test_stuck_timeout=10))
+    assert rc != 0
+    result = results[RUN_TASK]
+    odd = {c["kind"]: c for c in result["dra_cases"] if c["device_class"] == ODD_CLASS}["class"]
+    assert odd["status"] == "unschedulable" and "cannot allocate all claims" in odd["detail"], odd
+    assert odd["reason"].startswith("free devices not counted: selector not understood"), odd
+    fill = {c["device_class"]: c for c in result["dra_fill_cases"]}
+    assert fill[ODD_CLASS]["status"] == "skipped" and fill[T4_CLASS]["status"] == "passed", fill
+    message = str(results["Check the GPU smoke test results"]["msg"])
+    assert "%s unschedulable" % ODD_CLASS in message, message
+    assert smoke_left(core, batch, custom) == CLEAN

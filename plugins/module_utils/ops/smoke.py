@@ -310,17 +310,19 @@ def _load_manifests(cases, params, run_id):
             for c in cases]
 
 
-def _verdict(cases, params, result):
-    """CheckFailed (with the result) when the run must fail the module."""
-    everything = cases + result['fill_cases'] + result['load_cases']
+def verdict(cases, params, result):
+    """CheckFailed (with the result) when the run must fail the module; ``result`` may hold the DRA cases
+    (``dra_cases``, ``dra_fill_cases``: ops/smoke_dra.py)."""
+    dra = list(result.get('dra_cases') or [])
+    everything = cases + result['fill_cases'] + result['load_cases'] + dra + list(result.get('dra_fill_cases') or [])
     problems = [c for c in everything if S.is_problem(c, params['accept_unread_logs'])]
-    no_capacity = [c for c in cases if c['status'] in S.NOT_RUN]
-    if not cases:
+    no_capacity = [c for c in cases + dra if c['status'] in S.NOT_RUN]
+    if not cases and not dra:
         raise CheckFailed('no GPU resource to test: the nodes advertise none (is the device plugin running?)',
                           result)
     if params['fail_on_error'] and problems:
         details = '; '.join('%s%s %s: %s %s' % ('%s test ' % c['kind'] if c.get('kind') else '', c['resource'],
-                                                c.get('node') if c.get('kind') else c.get('product') or '',
+                                                (c.get('node') or '') if c.get('kind') else c.get('product') or '',
                                                 c['status'], c.get('detail') or '')
                             for c in problems)
         raise CheckFailed('GPU smoke test: %d of %d cases did not pass: %s' % (len(problems), len(everything), details),
@@ -330,7 +332,7 @@ def _verdict(cases, params, result):
             '%s %s (%s)' % (c['resource'], c.get('product') or '', c.get('reason')) for c in no_capacity), result)
 
 
-def _check_options(params):
+def check_options(params):
     _check_numbers(params)
     if params['fill'] and not 1 <= params['fill_extra'] <= S.FILL_MAX_EXTRA:
         raise InputError('fill_extra must be from 1 to %d, got %d' % (S.FILL_MAX_EXTRA, params['fill_extra']))
@@ -362,15 +364,21 @@ def _run_load(conn, params, run_id, check_mode):
     return cases, runner.warnings
 
 
-def run(conn, params, check_mode):
-    """``gpuops.gpu.gpu_smoke_test``: plan the cases, run them (not in check mode: there only the Job
-    names are filled in, and the cluster is not contacted), and judge. With ``fill`` the shared
-    resources are filled first (while the fleet read is fresh); with ``load`` the load Jobs run last.
-    Raises InputError for bad numbers, CheckFailed (with the result) for a run that must fail."""
-    _check_options(params)
+def new_run_id():
+    """The label value of one run's objects: the time and a random part."""
+    return '%s-%s' % (time.strftime('%Y%m%d-%H%M%S', time.gmtime()), os.urandom(2).hex())
+
+
+def run(conn, params, check_mode, judge=True):
+    """``gpuops.gpu.gpu_smoke_test`` on the resources the device plugin advertises (ops/smoke_dra.py adds DRA):
+    plan the cases, run them (not in check mode: there only the Job names are filled in, and the cluster is not
+    contacted), and judge (unless ``judge`` is false). With ``fill`` the shared resources are filled first (while
+    the fleet read is fresh); with ``load`` the load Jobs run last. Raises InputError for bad numbers,
+    CheckFailed (with the result) for a run that must fail."""
+    check_options(params)
     cases = S.plan_cases(params['nodes'], resources=params['resources'], exclude_resources=params['exclude_resources'],
                          group_by=params['group_by'])
-    run_id = '%s-%s' % (time.strftime('%Y%m%d-%H%M%S', time.gmtime()), os.urandom(2).hex())
+    run_id = new_run_id()
     fill_cases = (F.plan_fill(params['nodes'], params['fill_extra'], resources=params['resources'],
                               exclude_resources=params['exclude_resources']) if params['fill'] else [])
     fill_planned = [c for c in fill_cases if c['status'] == S.PLANNED]
@@ -408,7 +416,8 @@ def run(conn, params, check_mode):
         text += '\n\nLoad (%s, %ss)\n%s' % (
             params['load']['image'], params['load']['duration'], S.table(load_cases) if load_cases else 'no node to load')
     result = dict(changed=bool(planned) and not params['cleanup'] and not check_mode, cases=cases,
-                  fill_cases=fill_cases, load_cases=load_cases,
+                  fill_cases=fill_cases, load_cases=load_cases, dra_cases=[], dra_fill_cases=[],
                   summary=S.summarise(cases), table=text, run_id=run_id, warnings=warnings)
-    _verdict(cases, params, result)
+    if judge:
+        verdict(cases, params, result)
     return result

@@ -314,13 +314,14 @@ def failures(result, on_error=True, on_no_capacity=False, accept_unread_logs=Fal
     with ``on_no_capacity``, ``<resource>: <reason>`` of every case not run (NOT_RUN). [] when nothing fails."""
     out = []
     if on_error:
-        every = list(result.get('cases') or []) + list(result.get('fill_cases') or []) + list(
-            result.get('load_cases') or [])
+        every = [c for key in ('cases', 'fill_cases', 'load_cases', 'dra_cases', 'dra_fill_cases')
+                 for c in result.get(key) or []]
         out.extend(' '.join(str(part) for part in (case.get('resource'), case.get('node'), case['status']) if part)
                    for case in every if is_problem(case, accept_unread_logs))
     if on_no_capacity:
         out.extend('%s: %s' % (case.get('resource'), case.get('reason'))
-                   for case in result.get('cases') or [] if case.get('status') in NOT_RUN)
+                   for case in list(result.get('cases') or []) + list(result.get('dra_cases') or [])
+                   if case.get('status') in NOT_RUN)
     return out
 
 

@@ -273,8 +273,15 @@ def slim_pod(pod):
                      "deletionTimestamp": md.get("deletionTimestamp")},
         "spec": {"nodeName": spec.get("nodeName"),
                  # what the workload-logs agent needs to know what a container prints
-                 "containers": [{"name": c.get("name"), "image": c.get("image"), "command": bool(c.get("command"))}
+                 "containers": [{"name": c.get("name"), "image": c.get("image"), "command": bool(c.get("command")),
+                                 # DRA: the pod claims the container uses (the scheduler bound the pod only after
+                                 # allocating them)
+                                 "claims": bool((c.get("resources") or {}).get("claims"))}
                                 for c in spec.get("containers") or []]},
-        "status": {"phase": (pod.get("status") or {}).get("phase")},
+        "status": {"phase": (pod.get("status") or {}).get("phase"),
+                   # DRA: the containers whose extended resources the scheduler served through a DeviceClass
+                   "extendedResourceContainers": sorted(set(
+                       m.get("containerName") for m in ((pod.get("status") or {}).get("extendedResourceClaimStatus")
+                                                        or {}).get("requestMappings") or []))},
         "resources": sorted(gpu),
     }

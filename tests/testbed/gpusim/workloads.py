@@ -5,7 +5,9 @@ mirror keeps the repository name and tag). Its entrypoint is the vectorAdd sampl
 below and ``Test PASSED`` when the sum computed on the GPU is right (docs/facts.md). The simulator writes
 that log for a container of that image (entrypoint not overridden) in a pod bound to a node whose
 simulated device plugin advertises every GPU resource the pod requests (allocatable > 0: a device was
-allocated). Node injections (``gpusim.gpuops.dev/inject``):
+allocated), or that got its device through Dynamic Resource Allocation: the container uses a pod claim, or the
+pod's extended resources were served through a DeviceClass (``status.extendedResourceClaimStatus``); the real
+scheduler binds such a pod only after allocating its claims. Node injections (``gpusim.gpuops.dev/inject``):
 
 * ``workload-wrong-output``: the sample's result check fails (``Result verification failed at element 0!``
   on stderr, no ``Test PASSED``); KWOK still completes the pod with exit code 0, so only the log shows it.
@@ -59,12 +61,16 @@ def device_allocated(requested, node):
     return bool(gpu) and all(_quantity(allocatable.get(r)) > 0 for r in gpu)
 
 
-def container_log(container, requested, node):
-    """The (stream, line) pairs the container prints, or None when the simulator writes no log for it."""
+def container_log(container, requested, node, dra=False):
+    """The (stream, line) pairs the container prints, or None when the simulator writes no log for it. ``dra``: the
+    scheduler served the container's extended resources through a DeviceClass (the pod's
+    ``status.extendedResourceClaimStatus`` maps them); a container with pod claims (``claims``) got its devices
+    through DRA too."""
     if container.get("command") or not is_vectoradd(container.get("image")):
         return None
     inject = C.injections(node)
-    if C.INJECT_NO_LOG in inject or not device_allocated(requested, node):
+    through_dra = bool(container.get("claims")) or dra
+    if C.INJECT_NO_LOG in inject or not (through_dra or device_allocated(requested, node)):
         return None
     return VECTORADD_WRONG if C.INJECT_WRONG_OUTPUT in inject else VECTORADD_PASSED
 

@@ -47,6 +47,30 @@ def test_no_log_without_an_allocated_device_a_known_entrypoint_or_with_the_injec
     assert W.container_log(smoke, ["nvidia.com/gpu"], node(inject="slow," + C.INJECT_NO_LOG)) is None
 
 
+def test_a_device_allocated_through_dra_prints_too():
+    """The real scheduler binds a pod only after allocating its claims: a container using a pod claim, or whose
+    extended resources a DeviceClass served (the pod's extendedResourceClaimStatus), got a device on a node that
+    advertises no GPU resource."""
+    dra_node = node({"nvidia.com/gpu": "0"})
+    smoke = {"name": "smoke", "image": SAMPLE}
+    assert W.container_log(dict(smoke, claims=True), [], dra_node) == W.VECTORADD_PASSED
+    assert W.container_log(smoke, ["example.com/t4"], dra_node, dra=True) == W.VECTORADD_PASSED
+    assert W.container_log(smoke, ["nvidia.com/gpu"], dra_node, dra=False) is None
+    assert W.container_log(dict(smoke, claims=True), [], node(inject=C.INJECT_NO_LOG)) is None
+
+
+def test_the_pod_informer_keeps_what_the_logs_need_of_dra():
+    from gpusim.informer import slim_pod
+    pod = {"metadata": {"name": "p", "namespace": "n"}, "spec": {"nodeName": "t4-0", "containers": [
+        {"name": "smoke", "image": SAMPLE, "resources": {"claims": [{"name": "gpu"}]}},
+        {"name": "ext", "image": SAMPLE, "resources": {"limits": {"example.com/t4": "1"}}}]},
+        "status": {"phase": "Pending", "extendedResourceClaimStatus": {"resourceClaimName": "p-extended-resources-x",
+                                                                       "requestMappings": [{"containerName": "ext"}]}}}
+    slim = slim_pod(pod)
+    assert [c["claims"] for c in slim["spec"]["containers"]] == [True, False]
+    assert slim["status"]["extendedResourceContainers"] == ["ext"]
+
+
 def test_wrong_output_injection_ends_with_the_failed_result_check():
     lines = W.container_log({"name": "smoke", "image": SAMPLE}, ["nvidia.com/gpu"], node(inject=C.INJECT_WRONG_OUTPUT))
     assert lines[-1] == ("stderr", "Result verification failed at element 0!")

@@ -4,6 +4,7 @@ import time
 
 from gpusim import contract as C
 from gpusim import deviceplugin
+from gpusim import gfd
 from gpusim import kube as K
 from gpusim import mig
 from gpusim import migparted
@@ -170,7 +171,29 @@ class DevicePluginAgent(_OperandAgent):
         self.ctx.clusterpolicies().add_handler(self._on_cp)
         self.ctx.configmaps().add_handler(self._on_configmap)
         self.ctx.pods().add_handler(self._on_pod)
+        self.ctx.pods().add_handler(self._on_driver_pod)
         self.ctx.nodes().add_handler(self._on_node)
+
+    def _on_driver_pod(self, etype, obj, old):
+        """A driver pod started, went Running or left: GFD's cuda.driver labels follow the driver that runs
+        (gfd.running_driver)."""
+        labels = obj["metadata"].get("labels") or {}
+        node = obj["spec"].get("nodeName")
+        if labels.get(gfd.DRIVER_POD_LABEL[0]) != gfd.DRIVER_POD_LABEL[1] or not node:
+            return
+        if (old is None or etype == DELETED or old["status"].get("phase") != obj["status"].get("phase")
+                or old["metadata"].get("deletionTimestamp") != obj["metadata"].get("deletionTimestamp")):
+            self.queue.add(node)
+
+    def _driver(self, name):
+        """The driver GFD reports on the node: the version of its newest Running driver pod's image."""
+        key, value = gfd.DRIVER_POD_LABEL
+        pods = sorted((p for p in self.ctx.pods().by_index("node", name)
+                       if (p["metadata"].get("labels") or {}).get(key) == value
+                       and p["status"].get("phase") == "Running" and not p["metadata"].get("deletionTimestamp")),
+                      key=lambda p: p["metadata"].get("creationTimestamp") or "")
+        images = [c.get("image") for p in pods for c in (p["spec"].get("containers") or [])[:1]]
+        return gfd.running_driver(images, self.cfg["driver"])
 
     def relevant(self, obj, old):
         if old is None:
@@ -206,7 +229,7 @@ class DevicePluginAgent(_OperandAgent):
         _s, cm_name, _d, _e, _g = deviceplugin.cp_settings(cp, self.cfg)
         cm = self.ctx.operator_configmap(cm_name)
         plan = deviceplugin.reconcile(node, product, cp, cm, device_plugin_pod_uid(self.ctx, name),
-                                      self.cfg)
+                                      dict(self.cfg, driver=self._driver(name)))
         if plan.empty():
             return
         self.log.debug("%s: %r", name, plan)

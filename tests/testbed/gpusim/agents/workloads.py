@@ -72,7 +72,8 @@ class WorkloadLogAgent(Agent):
         now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
         files = {}
         for container in spec.get("containers") or ():
-            lines = W.container_log(container, pod.get("resources"), node)
+            lines = W.container_log(container, pod.get("resources"), node, dra=container["name"] in (
+                (pod.get("status") or {}).get("extendedResourceContainers") or ()))
             if lines is None:
                 continue
             path = W.log_file(self.root, md["namespace"], md["name"], md["uid"], container["name"])
