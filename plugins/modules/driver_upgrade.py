@@ -228,6 +228,7 @@ paused:
 
 from ansible_collections.gpuops.gpu.plugins.module_utils.k8s.runner import argument_spec, gpu_module, run_module
 from ansible_collections.gpuops.gpu.plugins.module_utils.rollout.driver_upgrade import run
+from ansible_collections.gpuops.gpu.plugins.module_utils.rollout.inputs import lock_argument_spec
 
 
 def main():
@@ -244,12 +245,7 @@ def main():
         grace_period=dict(type='int'),
         poll_interval=dict(type='float', default=2.0),
         operator_namespace=dict(type='str', default='nvidia-gpu-operator'),
-        lock_timeout=dict(type='int', default=0),
-        lock_duration=dict(type='int', default=120),
-        lock_holder=dict(type='str'),
-        lock_namespace=dict(type='str'),
-        progress_file=dict(type='path'),
-        progress_timeout=dict(type='int', default=60),
+        **lock_argument_spec(progress=True)
     )), run)
 
 

@@ -313,6 +313,7 @@ from ansible_collections.gpuops.gpu.plugins.module_utils.k8s.runner import argum
 from ansible_collections.gpuops.gpu.plugins.module_utils.plans.gpu_health import (
     APPLICATION_XIDS, DEFAULT_EVENT_REASONS, POLICIES)
 from ansible_collections.gpuops.gpu.plugins.module_utils.rollout.gpu_health import run
+from ansible_collections.gpuops.gpu.plugins.module_utils.rollout.inputs import lock_argument_spec
 
 
 def main():
@@ -343,11 +344,8 @@ def main():
         ignored_xids=dict(type='list', elements='int', default=list(APPLICATION_XIDS)),
         dra_device_taints=dict(type='bool', default=False),
         dra_taint_effect=dict(type='str', choices=['NoSchedule', 'NoExecute'], default='NoSchedule'),
-        lock_timeout=dict(type='int', default=0),
-        lock_duration=dict(type='int', default=120),
-        lock_holder=dict(type='str'),
-        lock_namespace=dict(type='str'),
         operator_namespace=dict(type='str', default='nvidia-gpu-operator'),
+        **lock_argument_spec()
     )), run)
 
 

@@ -304,6 +304,17 @@ def helm():
     return proc.stdout.strip().splitlines()[-1]
 
 
+def read_lease(coordination, namespace, name="gpuops-gpu-rollout"):
+    """The Lease ``name`` (by default the rollout lock), or None when there is none."""
+    from kubernetes import client
+    try:
+        return coordination.read_namespaced_lease(name, namespace)
+    except client.exceptions.ApiException as exc:
+        if exc.status == 404:
+            return None
+        raise
+
+
 def create_namespace(core, name, labels=None):
     """Create a namespace and wait for its default ServiceAccount (pods are only admitted then)."""
     core.create_namespace({"apiVersion": "v1", "kind": "Namespace",

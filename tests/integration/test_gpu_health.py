@@ -26,7 +26,7 @@ import pytest
 from kubernetes import client
 
 from ansible_run import changed_tasks, facts_diff, node_facts, run_play, run_role
-from conftest import REPO, create_namespace, gpu_pod, wait_until
+from conftest import REPO, create_namespace, gpu_pod, read_lease, wait_until
 
 TESTBED_CONFIG = os.path.join(REPO, 'tests', 'testbed', 'configs', 'tiny.yaml')
 BAD, GOOD = 'a100-0', 't4-0'
@@ -64,15 +64,6 @@ def hold_lock(coordination, ns, holder):
             'gpuops.gpu/lock-who': 'ops@ctl pid 7'}),
         spec=client.V1LeaseSpec(holder_identity=holder, lease_duration_seconds=600, acquire_time=now,
                                 renew_time=now)))
-
-
-def lease_of(coordination, ns):
-    try:
-        return coordination.read_namespaced_lease(LEASE, ns)
-    except client.exceptions.ApiException as exc:
-        if exc.status == 404:
-            return None
-        raise
 
 
 def other_changes(core, before):
@@ -113,14 +104,14 @@ def test_unhealthy_gpu_node_is_quarantined_then_returned_and_nothing_else_change
         assert refused['changed'] is False and facts_diff(before, node_facts(core)) == []
         held = health(testbed, 'quarantine', check=True)[0]
         assert held['lock']['state'] == 'held' and held['unhealthy'] == [BAD]
-        assert lease_of(coordination, operator_ns).metadata.resource_version == version, 'the lock was written'
+        assert read_lease(coordination, operator_ns).metadata.resource_version == version, 'the lock was written'
     finally:
         coordination.delete_namespaced_lease(LEASE, operator_ns)
 
     applied = health(testbed, 'quarantine')[0]
     assert applied['changed'] and applied['evicted'] == {BAD: [ns + '/train']}
     assert pods(core, ns) == [('serve', GOOD)]
-    assert lease_of(coordination, operator_ns) is None, 'the rollout lock was not released'
+    assert read_lease(coordination, operator_ns) is None, 'the rollout lock was not released'
     record = json.loads(core.read_node(BAD).metadata.annotations[ANN])
     assert record['state'] == 'quarantined' and record['cordoned'] is True and record['since']
     assert 'nvidia.com/gpu allocatable 7 < capacity 8' in record['reason']

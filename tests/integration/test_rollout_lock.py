@@ -21,7 +21,7 @@ import pytest
 from kubernetes import client
 
 from ansible_run import run_play, run_role
-from conftest import create_namespace, wait_until
+from conftest import create_namespace, read_lease, wait_until
 from policy_helpers import ensure_cluster_policy
 
 A100 = ['a100-0', 'a100-1']
@@ -53,15 +53,6 @@ def play(kubeconfig, *tasks, check=False):
     for task in tasks:
         assert task['name'] in results, raw[-3000:]
     return results
-
-
-def read_lease(coordination, ns):
-    try:
-        return coordination.read_namespaced_lease(LEASE, ns)
-    except client.exceptions.ApiException as exc:
-        if exc.status == 404:
-            return None
-        raise
 
 
 def mig_config(core, name):

@@ -284,10 +284,15 @@ def rollout_argument_spec(value_key):
         api_timeout=dict(type='int', default=300),
         poll_interval=dict(type='float', default=1.0),
         allow_vgpu_nodes=dict(type='bool', default=False),
-        lock_timeout=dict(type='int', default=0),
-        lock_duration=dict(type='int', default=120),
-        lock_holder=dict(type='str'),
-        lock_namespace=dict(type='str'),
-        progress_file=dict(type='path'),
-        progress_timeout=dict(type='int', default=60),
+        **lock_argument_spec(progress=True)
     )
+
+
+def lock_argument_spec(progress=False):
+    """The rollout lock's options (and, with ``progress``, the progress file's) of every module that takes the lock
+    (documented once in the gpuops.gpu.rollout doc fragment, or in the module)."""
+    out = dict(lock_timeout=dict(type='int', default=0), lock_duration=dict(type='int', default=120),
+               lock_holder=dict(type='str'), lock_namespace=dict(type='str'))
+    if progress:
+        out.update(progress_file=dict(type='path'), progress_timeout=dict(type='int', default=60))
+    return out

@@ -9,24 +9,4 @@
 # only), and without the builtinassets tag the web UI is not embedded (the HTTP API is all the test asks).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
-export GOTOOLCHAIN=local
-export CGO_ENABLED=0
-tags=remove_all_sd
-key=$( { cat "$here/go.mod" "$here/go.sum"; echo "$tags"; go env GOVERSION; } | sha256sum | cut -c1-10)
-dir=${GPUOPS_CACHE:-$HOME/.cache/gpuops}/tools/prometheus-$key
-mkdir -p "$dir"
-exec 9>"$dir/.lock"
-flock 9
-if [ ! -x "$dir/prometheus" ]; then
-  t=$(date +%s)
-  echo "[prometheus] building github.com/prometheus/prometheus/cmd/prometheus (tags $tags) into $dir" >&2
-  (cd "$here" && GOFLAGS=-mod=mod go build -trimpath -tags "$tags" -ldflags "-s -w" \
-    -o "$dir/prometheus.tmp" github.com/prometheus/prometheus/cmd/prometheus)
-  mv -f "$dir/prometheus.tmp" "$dir/prometheus"
-  echo "[prometheus] built in $(( $(date +%s) - t ))s" >&2
-  # older keys only take disk
-  for old in "$(dirname "$dir")"/prometheus-*/; do
-    [ "${old%/}" = "$dir" ] || rm -rf "$old"
-  done
-fi
-echo "$dir/prometheus"
+exec "$here/../hack/build-go-tool.sh" "$here" prometheus github.com/prometheus/prometheus/cmd/prometheus remove_all_sd

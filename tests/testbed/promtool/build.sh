@@ -9,24 +9,4 @@
 # promtool still imports discovery/kubernetes itself.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
-export GOTOOLCHAIN=local
-export CGO_ENABLED=0
-tags=remove_all_sd
-key=$( { cat "$here/go.mod" "$here/go.sum"; echo "$tags"; go env GOVERSION; } | sha256sum | cut -c1-10)
-dir=${GPUOPS_CACHE:-$HOME/.cache/gpuops}/tools/promtool-$key
-mkdir -p "$dir"
-exec 9>"$dir/.lock"
-flock 9
-if [ ! -x "$dir/promtool" ]; then
-  t=$(date +%s)
-  echo "[promtool] building github.com/prometheus/prometheus/cmd/promtool (tags $tags) into $dir" >&2
-  (cd "$here" && GOFLAGS=-mod=mod go build -trimpath -tags "$tags" -ldflags "-s -w" \
-    -o "$dir/promtool.tmp" github.com/prometheus/prometheus/cmd/promtool)
-  mv -f "$dir/promtool.tmp" "$dir/promtool"
-  echo "[promtool] built in $(( $(date +%s) - t ))s" >&2
-  # older keys only take disk
-  for old in "$(dirname "$dir")"/promtool-*/; do
-    [ "${old%/}" = "$dir" ] || rm -rf "$old"
-  done
-fi
-echo "$dir/promtool"
+exec "$here/../hack/build-go-tool.sh" "$here" promtool github.com/prometheus/prometheus/cmd/promtool remove_all_sd
