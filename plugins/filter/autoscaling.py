@@ -11,6 +11,8 @@ autoscaling_plan.yml.
 from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
 
+from ansible_collections.gpuops.gpu.plugins.plugin_utils.filters import plain_filters
+
 
 def autoscaling_plan(machine_sets, existing_machine_sets=None, existing_machine_autoscalers=None,
                      existing_cluster_autoscaler=None, namespace='openshift-machine-api', gpu_limits=None,
@@ -33,4 +35,4 @@ class FilterModule(object):
     """gpuops.gpu autoscaling filters."""
 
     def filters(self):
-        return {'autoscaling_plan': autoscaling_plan}
+        return plain_filters({'autoscaling_plan': autoscaling_plan})

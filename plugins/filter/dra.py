@@ -10,6 +10,8 @@ Thin wrapper over module_utils.plans.dra_resources; documentation in dra_resourc
 from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
 
+from ansible_collections.gpuops.gpu.plugins.plugin_utils.filters import plain_filters
+
 
 def dra_resources_plan(inputs, namespaces, selected=None, existing=None, served=True):
     """DeviceClasses, ResourceClaimTemplates and ResourceQuotas to apply and delete, errors and warnings."""
@@ -23,6 +25,6 @@ class FilterModule(object):
     """gpuops.gpu DRA filters."""
 
     def filters(self):
-        return {
+        return plain_filters({
             'dra_resources_plan': dra_resources_plan,
-        }
+        })

@@ -13,6 +13,7 @@ from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
 
 from ansible.errors import AnsibleFilterError
+from ansible_collections.gpuops.gpu.plugins.plugin_utils.filters import plain_filters
 
 
 def gpu_driver_overrides(variables):
@@ -39,4 +40,5 @@ class FilterModule(object):
     """gpuops.gpu driver filters."""
 
     def filters(self):
-        return {'gpu_driver_overrides': gpu_driver_overrides, 'gpu_driver_pool_plan': gpu_driver_pool_plan}
+        return plain_filters({'gpu_driver_overrides': gpu_driver_overrides,
+                              'gpu_driver_pool_plan': gpu_driver_pool_plan})

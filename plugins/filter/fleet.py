@@ -11,7 +11,7 @@ Documentation is in the sidecar files gpu_fleet_table.yml and gpu_fleet_report.y
 from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
 
-from ansible_collections.gpuops.gpu.plugins.plugin_utils.filters import filter_errors
+from ansible_collections.gpuops.gpu.plugins.plugin_utils.filters import filter_errors, plain_filters
 
 
 @filter_errors
@@ -32,7 +32,7 @@ class FilterModule(object):
     """gpuops.gpu fleet filters."""
 
     def filters(self):
-        return {
+        return plain_filters({
             'gpu_fleet_table': gpu_fleet_table,
             'gpu_fleet_report': gpu_fleet_report,
-        }
+        })

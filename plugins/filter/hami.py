@@ -12,6 +12,7 @@ from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
 
 from ansible.errors import AnsibleFilterError
+from ansible_collections.gpuops.gpu.plugins.plugin_utils.filters import plain_filters
 
 
 def hami_install_plan(config, cluster):
@@ -40,4 +41,4 @@ class FilterModule(object):
     """gpuops.gpu HAMi filters."""
 
     def filters(self):
-        return {'hami_install_plan': hami_install_plan, 'hami_removal_plan': hami_removal_plan}
+        return plain_filters({'hami_install_plan': hami_install_plan, 'hami_removal_plan': hami_removal_plan})

@@ -13,6 +13,7 @@ from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
 
 from ansible.errors import AnsibleFilterError
+from ansible_collections.gpuops.gpu.plugins.plugin_utils.filters import plain_filters
 
 
 def _by_operator(results):
@@ -74,5 +75,6 @@ class FilterModule(object):
     """gpuops.gpu Helm upgrade filters."""
 
     def filters(self):
-        return {'helm_upgrade_plan': helm_upgrade_plan, 'helm_upgrade_input_errors': helm_upgrade_input_errors,
-                'helm_chart_versions': helm_chart_versions}
+        return plain_filters({'helm_upgrade_plan': helm_upgrade_plan,
+                              'helm_upgrade_input_errors': helm_upgrade_input_errors,
+                              'helm_chart_versions': helm_chart_versions})

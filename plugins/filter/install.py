@@ -12,7 +12,7 @@ install_input_errors.yml and install_mirror_defaults.yml.
 from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
 
-from ansible_collections.gpuops.gpu.plugins.plugin_utils.filters import filter_errors
+from ansible_collections.gpuops.gpu.plugins.plugin_utils.filters import filter_errors, plain_filters
 
 
 @filter_errors
@@ -34,4 +34,5 @@ class FilterModule(object):
     """gpuops.gpu install filters."""
 
     def filters(self):
-        return {'install_input_errors': install_input_errors, 'install_mirror_defaults': install_mirror_defaults}
+        return plain_filters({'install_input_errors': install_input_errors,
+                              'install_mirror_defaults': install_mirror_defaults})

@@ -13,6 +13,7 @@ from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
 
 from ansible.errors import AnsibleFilterError
+from ansible_collections.gpuops.gpu.plugins.plugin_utils.filters import plain_filters
 
 
 def mig_geometry_errors(geometry, product, overrides=None):
@@ -83,7 +84,7 @@ class FilterModule(object):
     """gpuops.gpu MIG filters."""
 
     def filters(self):
-        return {
+        return plain_filters({
             'mig_geometry_errors': mig_geometry_errors,
             'mig_capacity': mig_capacity,
             'mig_profiles': mig_profiles,
@@ -91,4 +92,4 @@ class FilterModule(object):
             'mig_plan': mig_plan,
             'mig_pending_demand': mig_pending_demand,
             'mig_quota_demand': mig_quota_demand,
-        }
+        })

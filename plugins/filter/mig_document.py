@@ -6,6 +6,7 @@ from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
 
 from ansible.errors import AnsibleFilterError
+from ansible_collections.gpuops.gpu.plugins.plugin_utils.filters import plain_filters
 
 
 def gpu_base_product(value):
@@ -51,9 +52,9 @@ def mig_policy_patch(settings):
 
 class FilterModule(object):
     def filters(self):
-        return {
+        return plain_filters({
             'gpu_base_product': gpu_base_product,
             'mig_parted_document': mig_parted_document_filter,
             'mig_builtin_override_errors': mig_builtin_override_errors,
             'mig_policy_patch': mig_policy_patch,
-        }
+        })

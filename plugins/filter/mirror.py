@@ -16,7 +16,7 @@ __metaclass__ = type
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.gpuops.gpu.plugins.plugin_utils.filters import filter_errors
+from ansible_collections.gpuops.gpu.plugins.plugin_utils.filters import filter_errors, plain_filters
 
 
 def mirror_plan(config, cluster=None):
@@ -65,10 +65,10 @@ class FilterModule(object):
     """gpuops.gpu mirror filters."""
 
     def filters(self):
-        return {
+        return plain_filters({
             'mirror_plan': mirror_plan,
             'mirror_input_errors': mirror_input_errors,
             'mirror_image_variables': mirror_image_variables,
             'public_registry_references': public_registry_references,
             'docker_config_merge': docker_config_merge,
-        }
+        })

@@ -14,7 +14,7 @@ __metaclass__ = type
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.gpuops.gpu.plugins.plugin_utils.filters import filter_errors
+from ansible_collections.gpuops.gpu.plugins.plugin_utils.filters import filter_errors, plain_filters
 
 
 def dcgm_metrics_errors(metrics, required_fields=None, console_plugin=False):
@@ -42,8 +42,8 @@ class FilterModule(object):
     """gpuops.gpu monitoring filters."""
 
     def filters(self):
-        return {
+        return plain_filters({
             'dcgm_metrics_errors': dcgm_metrics_errors,
             'dcgm_metrics_csv': dcgm_metrics_csv,
             'monitoring_plan': monitoring_plan,
-        }
+        })

@@ -11,7 +11,7 @@ openshift_ai_plan.yml.
 from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
 
-from ansible_collections.gpuops.gpu.plugins.plugin_utils.filters import filter_errors
+from ansible_collections.gpuops.gpu.plugins.plugin_utils.filters import filter_errors, plain_filters
 
 
 @filter_errors
@@ -31,7 +31,7 @@ class FilterModule(object):
     """gpuops.gpu OpenShift AI filters."""
 
     def filters(self):
-        return {
+        return plain_filters({
             'openshift_ai_kind': openshift_ai_kind,
             'openshift_ai_plan': openshift_ai_plan,
-        }
+        })

@@ -10,6 +10,8 @@ Documentation is in the sidecar file configmap_write_errors.yml.
 from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
 
+from ansible_collections.gpuops.gpu.plugins.plugin_utils.filters import plain_filters
+
 
 def configmap_write_errors(name, option, namespace='', existing=None):
     """Why the collection may not write the ConfigMap ``name`` ([] when it may)."""
@@ -21,6 +23,6 @@ class FilterModule(object):
     """gpuops.gpu ownership filters."""
 
     def filters(self):
-        return {
+        return plain_filters({
             'configmap_write_errors': configmap_write_errors,
-        }
+        })

@@ -14,7 +14,7 @@ __metaclass__ = type
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.gpuops.gpu.plugins.plugin_utils.filters import filter_errors
+from ansible_collections.gpuops.gpu.plugins.plugin_utils.filters import filter_errors, plain_filters
 
 
 def taint_errors(taints):
@@ -49,9 +49,9 @@ class FilterModule(object):
     """gpuops.gpu placement filters."""
 
     def filters(self):
-        return {
+        return plain_filters({
             'taint_errors': taint_errors,
             'tolerations_for_taints': tolerations_for_taints,
             'gpu_node_placement_plan': gpu_node_placement_plan,
             'daemonsets_not_ready_for': daemonsets_not_ready_for,
-        }
+        })

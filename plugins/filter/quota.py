@@ -15,7 +15,7 @@ __metaclass__ = type
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.gpuops.gpu.plugins.plugin_utils.filters import filter_errors
+from ansible_collections.gpuops.gpu.plugins.plugin_utils.filters import filter_errors, plain_filters
 
 
 def gpu_quota_hard(hard):
@@ -84,11 +84,11 @@ class FilterModule(object):
     """gpuops.gpu quota filters."""
 
     def filters(self):
-        return {
+        return plain_filters({
             'gpu_quota_hard': gpu_quota_hard,
             'gpu_quota_errors': gpu_quota_errors,
             'gpu_quota_notes': gpu_quota_notes,
             'gpu_quota_timeslicing_warnings': gpu_quota_timeslicing_warnings,
             'gpu_quota_replicas': gpu_quota_replicas,
             'gpu_quota_plan': gpu_quota_plan,
-        }
+        })

@@ -12,6 +12,7 @@ from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
 
 from ansible.errors import AnsibleFilterError
+from ansible_collections.gpuops.gpu.plugins.plugin_utils.filters import plain_filters
 
 
 def rbac_input_errors(settings):
@@ -34,4 +35,4 @@ class FilterModule(object):
     """gpuops.gpu RBAC filters."""
 
     def filters(self):
-        return {'rbac_input_errors': rbac_input_errors, 'rbac_objects': rbac_objects}
+        return plain_filters({'rbac_input_errors': rbac_input_errors, 'rbac_objects': rbac_objects})

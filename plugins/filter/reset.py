@@ -12,6 +12,7 @@ from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
 
 from ansible.errors import AnsibleFilterError
+from ansible_collections.gpuops.gpu.plugins.plugin_utils.filters import plain_filters
 
 
 def gpu_reset_plan(nodes, policies, config_maps=None, scope=None, wanted=None, mig=True, sharing=True,
@@ -39,4 +40,4 @@ class FilterModule(object):
     """gpuops.gpu reset filter."""
 
     def filters(self):
-        return {'gpu_reset_plan': gpu_reset_plan, 'gpu_reset_pending': gpu_reset_pending}
+        return plain_filters({'gpu_reset_plan': gpu_reset_plan, 'gpu_reset_pending': gpu_reset_pending})

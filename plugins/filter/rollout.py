@@ -10,7 +10,7 @@ Documentation is in the sidecar files rollout_summary_table.yml and rollout_stat
 from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
 
-from ansible_collections.gpuops.gpu.plugins.plugin_utils.filters import filter_errors
+from ansible_collections.gpuops.gpu.plugins.plugin_utils.filters import filter_errors, plain_filters
 
 
 @filter_errors
@@ -31,7 +31,7 @@ class FilterModule(object):
     """gpuops.gpu rollout result filters."""
 
     def filters(self):
-        return {
+        return plain_filters({
             'rollout_summary_table': rollout_summary_table,
             'rollout_stats': rollout_stats,
-        }
+        })

@@ -14,7 +14,7 @@ sharing_mps_root_errors.yml, sharing_profiles_data.yml, sharing_capacity.yml and
 from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
 
-from ansible_collections.gpuops.gpu.plugins.plugin_utils.filters import filter_errors
+from ansible_collections.gpuops.gpu.plugins.plugin_utils.filters import filter_errors, plain_filters
 
 
 def sharing_config_errors(config, mig_strategy=None, compute_capability=None):
@@ -65,11 +65,11 @@ class FilterModule(object):
     """gpuops.gpu sharing filters."""
 
     def filters(self):
-        return {
+        return plain_filters({
             'sharing_config_errors': sharing_config_errors,
             'sharing_profile_errors': sharing_profile_errors,
             'sharing_mps_root_errors': sharing_mps_root_errors,
             'sharing_profiles_data': sharing_profiles_data,
             'sharing_capacity': sharing_capacity,
             'merge_tolerations': merge_tolerations,
-        }
+        })

@@ -13,6 +13,7 @@ from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
 
 from ansible.errors import AnsibleFilterError
+from ansible_collections.gpuops.gpu.plugins.plugin_utils.filters import plain_filters
 
 
 def smoke_test_input_errors(settings):
@@ -36,4 +37,5 @@ class FilterModule(object):
     """gpuops.gpu smoke test filters."""
 
     def filters(self):
-        return {'smoke_test_input_errors': smoke_test_input_errors, 'smoke_test_failures': smoke_test_failures}
+        return plain_filters({'smoke_test_input_errors': smoke_test_input_errors,
+                              'smoke_test_failures': smoke_test_failures})

@@ -11,6 +11,7 @@ from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
 
 from ansible.errors import AnsibleFilterError
+from ansible_collections.gpuops.gpu.plugins.plugin_utils.filters import plain_filters
 
 
 def uninstall_plan(inputs, found=None):
@@ -25,4 +26,4 @@ class FilterModule(object):
     """gpuops.gpu uninstall filter."""
 
     def filters(self):
-        return {'uninstall_plan': uninstall_plan}
+        return plain_filters({'uninstall_plan': uninstall_plan})

@@ -11,6 +11,7 @@ from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
 
 from ansible.errors import AnsibleFilterError
+from ansible_collections.gpuops.gpu.plugins.plugin_utils.filters import plain_filters
 
 
 def _resources(result):
@@ -64,4 +65,4 @@ class FilterModule(object):
     """gpuops.gpu upgrade filters."""
 
     def filters(self):
-        return {'upgrade_plan': upgrade_plan, 'driver_upgrade_states': driver_upgrade_states}
+        return plain_filters({'upgrade_plan': upgrade_plan, 'driver_upgrade_states': driver_upgrade_states})

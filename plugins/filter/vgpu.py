@@ -11,6 +11,7 @@ from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
 
 from ansible.errors import AnsibleFilterError
+from ansible_collections.gpuops.gpu.plugins.plugin_utils.filters import plain_filters
 
 
 def vgpu_plan(config, cluster=None):
@@ -25,4 +26,4 @@ class FilterModule(object):
     """gpuops.gpu vGPU filters."""
 
     def filters(self):
-        return {'vgpu_plan': vgpu_plan}
+        return plain_filters({'vgpu_plan': vgpu_plan})

@@ -547,14 +547,19 @@ def merge_states(recorded, from_events, now_state, now, done):
     """The states a node entered, in order, with their times: ``recorded`` (``[(state, time)]`` so far) plus those
     the operator's Events name (``from_events``) and the state the node shows ``now`` (``upgrade-done`` only once
     ``done``: before, it is the old driver's). A state the Events date earlier than it was first seen takes the
-    Event's time (the operator's own, to the second). Returns ``(states, entered)``: the new list and the states
-    newly entered."""
+    Event's time (the operator's own, to the second). Events past the state the node shows are left for the
+    next poll (they were read after the node), so the last state recorded is the node's. Returns
+    ``(states, entered)``: the new list and the states newly entered."""
+    names = [s for s, _t in from_events]
+    if now_state in names:
+        from_events = from_events[:len(names) - names[::-1].index(now_state)]
     when = {}
     for state, at in from_events:
         when[state] = min(when.get(state, at), at)
     states = [(s, min(t, when.get(s, t))) for s, t in recorded]
     seen = set(s for s, _t in states)
-    entered = [(s, when[s]) for s, _t in from_events if s not in seen and s != now_state and not seen.add(s)]
+    entered = [(s, when[s]) for s, _t in from_events
+               if s not in seen and s != now_state and (s != DONE or done) and not seen.add(s)]
     if now_state and now_state not in seen and (now_state != DONE or done):
         entered.append((now_state, min(now, when.get(now_state, now))))
     return states + entered, [s for s, _t in entered]

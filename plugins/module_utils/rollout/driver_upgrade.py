@@ -232,9 +232,9 @@ def _follow(job, result, states, follow, request):
     timeout = params['state_timeout']
     last_move = time.monotonic()
     while True:
+        events = job.events()  # before the nodes: an Event never names a state the node read after it has not
         nodes = dict((name_of(n), n) for n in job.api.list_nodes())
         drivers = du.driver_pods_by_node(job.driver_pods())
-        events = job.events()
         moved = False
         for name in follow:
             st, node = states[name], nodes.get(name)

@@ -264,6 +264,24 @@ def test_merge_states_and_timeline():
         'reported': '2026-01-01T10:00:04.200Z', 'uncordoned': '2026-01-01T10:00:06.000Z'}
 
 
+def test_events_read_after_the_node_never_end_the_states_past_it():
+    # the node read at uncordon-required, the Events a moment later already at upgrade-done
+    recorded = [('upgrade-required', '2026-01-01T10:00:00.000Z'), ('validation-required', '2026-01-01T10:00:04.000Z')]
+    events = [('validation-required', '2026-01-01T10:00:04.000Z'), ('uncordon-required', '2026-01-01T10:00:05.000Z'),
+              ('upgrade-done', '2026-01-01T10:00:06.000Z')]
+    states, entered = du.merge_states(recorded, events, 'uncordon-required', '2026-01-01T10:00:05.300Z', False)
+    assert entered == ['uncordon-required']
+    states, entered = du.merge_states(states, events, 'upgrade-done', '2026-01-01T10:00:06.400Z', True)
+    assert entered == ['upgrade-done'] and states[-1] == ('upgrade-done', '2026-01-01T10:00:06.000Z')
+    # upgrade-done named by an Event counts only once the new driver is ready
+    assert du.merge_states(recorded, events, None, 'T', False)[1] == ['uncordon-required']
+    # a state entered again (a retry): what came between its two visits is kept
+    looped = [('upgrade-failed', '2026-01-01T10:00:07.000Z'), ('upgrade-required', '2026-01-01T10:00:08.000Z'),
+              ('cordon-required', '2026-01-01T10:00:09.000Z')]
+    assert du.merge_states(recorded, events + looped, 'upgrade-required', 'T', False)[1] == [
+        'uncordon-required', 'upgrade-failed']
+
+
 def test_done_needs_the_new_driver_ready():
     assert du.node_done(node('a'), driver_pod('a', NEW), NEW)
     assert not du.node_done(node('a'), driver_pod('a', OLD), NEW)
