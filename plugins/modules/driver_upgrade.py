@@ -27,6 +27,10 @@ description:
   - A re-run resumes - it switches the upgrades on again, retries nodes left C(upgrade-failed) the way NVIDIA documents
     (their GPU pods evicted, PodDisruptionBudgets honoured, then their driver pod restarted; O(retry_failed)), and
     uncordons at the end the nodes the operator had cordoned before a pause. At the target it changes nothing.
+  - Drivers deployed per pool by C(NVIDIADriver) objects (ClusterPolicy C(driver.useNvidiaDriverCRD)) are upgraded one
+    pool at a time - O(driver_pool) names the C(NVIDIADriver); the target goes to its C(spec) and the upgrade policy to the
+    ClusterPolicy (the operator's upgrade controller reads it there for every pool, and counts C(maxUnavailable) against
+    every node it manages); only that pool's nodes are planned and followed. Run it once per pool, in the order wanted.
   - Every input is checked, and everything read, before the first write. The rollout lock (Lease
     C(gpuops-gpu-rollout)) is held while it writes and follows, so no MIG or sharing rollout runs meanwhile.
 extends_documentation_fragment: [kubernetes.core.k8s_auth_options, gpuops.gpu.auth]
@@ -36,7 +40,8 @@ attributes:
     details: Returns the plan (RV(plan), RV(plan_lines)) and the rollout lock as read; writes nothing.
   diff_mode:
     support: full
-    details: The ClusterPolicy's driver target and upgrade policy before and after.
+    details: The ClusterPolicy's driver target and upgrade policy before and after (with O(driver_pool), the upgrade
+      policy and the NVIDIADriver's target).
 options:
   version:
     description:
@@ -52,6 +57,11 @@ options:
     type: str
   cluster_policy:
     description: The ClusterPolicy; default the only one.
+    type: str
+  driver_pool:
+    description:
+      - The C(NVIDIADriver) to upgrade when the ClusterPolicy deploys the driver from NVIDIADriver objects
+        (C(driver.useNvidiaDriverCRD)); required then, refused otherwise. O(repository) and O(image) default to its own.
     type: str
   policy:
     description:
@@ -120,7 +130,8 @@ notes:
     after a pause), pods list, evict and delete (a retry), PodDisruptionBudgets and Events read, the Lease.
   - The operator picks which nodes go first itself; the batches of the plan are by node name with the sizes the policy
     gives.
-  - Drivers managed per pool by C(NVIDIADriver) objects (C(driver.useNvidiaDriverCRD)) are refused.
+  - With O(driver_pool), the driver DaemonSets of the operator's namespace and the NVIDIADrivers are read too, and the
+    NVIDIADriver is patched (C(spec.version), C(repository), C(image)).
 seealso:
   - module: gpuops.gpu.cluster_policy
   - module: gpuops.gpu.rollout_lock
@@ -143,9 +154,21 @@ EXAMPLES = r'''
       drain: {enable: true, timeout_seconds: 600}
     on_failure: pause
   register: driver_upgrade
+
+# One task per pool: a loop would go on to the next pool after a failure (the upgrade role's
+# upgrade_driver_pools stops at the first pool that fails)
+- name: Upgrade the driver of the NVIDIADriver pool inference
+  gpuops.gpu.driver_upgrade:
+    driver_pool: inference
+    version: 580.105.08
 '''
 
 RETURN = r'''
+driver_pool:
+  description: The NVIDIADriver upgraded (O(driver_pool)); null for the ClusterPolicy's driver.
+  returned: always
+  type: str
+  sample: inference
 target_image:
   description: The image(s) the operator renders for the target.
   returned: always
@@ -237,6 +260,7 @@ def main():
         repository=dict(type='str'),
         image=dict(type='str'),
         cluster_policy=dict(type='str'),
+        driver_pool=dict(type='str'),
         policy=dict(type='dict', default={}),
         state_timeout=dict(type='int', default=900),
         on_failure=dict(type='str', choices=['stop', 'pause'], default='stop'),

@@ -469,3 +469,92 @@ def test_driver_failure_without_pause_is_retried_on_the_next_run(testbed, gpu_wo
     assert entry['retried'] is True and entry['phase'] == 'done' and '%s/%s' % (TEAM, train) in entry['evicted'], entry
     assert at_driver(core, operator_ns, DRIVER_3), (driver_state(core), driver_pods(
         core, operator_ns))
+
+
+# --- per-pool drivers (NVIDIADriver objects): the last tests of the module, they switch the driver's deployment ---
+
+POOL_DRIVER = '580.95.05'
+NVIDIA_DRIVERS = ('nvidia.com', 'v1alpha1', 'nvidiadrivers')
+POOL_VARS = dict(DRIVER_VARS, upgrade_driver_version='', upgrade_driver_pools=[
+    {'name': 'training', 'version': POOL_DRIVER}, {'name': 'inference', 'version': POOL_DRIVER}])
+
+
+def pool_driver_pods(core, operator_ns):
+    """{node: (image, ready)} of the driver pods of the NVIDIADrivers' DaemonSets, not being deleted."""
+    return dict((p.spec.node_name, (p.spec.containers[0].image, all(s.ready for s in p.status.container_statuses or [])))
+                for p in core.list_namespaced_pod(
+                    operator_ns, label_selector='app.kubernetes.io/component=nvidia-driver').items
+                if not p.metadata.deletion_timestamp and p.metadata.labels.get('app') != 'nvidia-driver-daemonset')
+
+
+def pools_at(core, operator_ns, version):
+    pods = pool_driver_pods(core, operator_ns)
+    return [s for s, _c, _p in driver_state(core).values()] == ['upgrade-done'] * 2 and all(
+        pods.get(n) == ('nvcr.io/nvidia/driver:%s-rhcos4.18' % version, True) for n in GPU_NODES)
+
+
+def pools_snapshot(custom, core):
+    return (custom.get_cluster_custom_object(*CP, POLICY_NAME)['metadata']['resourceVersion'],
+            sorted((d['metadata']['name'], d['metadata']['generation'], d['spec']['version'])  # the operator writes
+                   for d in custom.list_cluster_custom_object(*NVIDIA_DRIVERS)['items']), driver_state(core))  # status
+
+
+@pytest.fixture(scope='module')
+def driver_pools(testbed, gpu_workload, core, operator_ns):
+    """Two NVIDIADriver pools on the driver the tests above left (t4-0 inference, t4-1 training), the ClusterPolicy
+    deploying the driver from them; afterwards back to the ClusterPolicy's driver."""
+    custom = gpu_workload
+    core.patch_node('t4-1', {'metadata': {'labels': {'gpuops.dev/pool': 'training'}}})
+    for pool in ('inference', 'training'):
+        custom.create_cluster_custom_object(*NVIDIA_DRIVERS, {
+            'apiVersion': 'nvidia.com/v1alpha1', 'kind': 'NVIDIADriver', 'metadata': {'name': pool},
+            'spec': {'driverType': 'gpu', 'repository': 'nvcr.io/nvidia', 'image': 'driver', 'version': DRIVER_3,
+                     'nodeSelector': {'gpuops.dev/pool': pool}}})
+    custom.patch_cluster_custom_object(*CP, POLICY_NAME, {'spec': {'driver': {'useNvidiaDriverCRD': True}}})
+    try:
+        conftest.wait_until('the pools\' driver pods ready on %s' % DRIVER_3, lambda: pools_at(
+            core, operator_ns, DRIVER_3), 180)
+        yield custom
+    finally:
+        for pool in ('inference', 'training'):
+            custom.delete_cluster_custom_object(*NVIDIA_DRIVERS, pool)
+        custom.patch_cluster_custom_object(*CP, POLICY_NAME, {'spec': {'driver': {'useNvidiaDriverCRD': False}}})
+        core.patch_node('t4-1', {'metadata': {'labels': {'gpuops.dev/pool': 'inference'}}})
+
+
+def test_nvidia_driver_pools_are_upgraded_one_after_the_other(testbed, driver_pools, core, operator_ns):
+    custom = driver_pools
+    before = pools_snapshot(custom, core)
+    # the ClusterPolicy's driver cannot be upgraded then: the role says which pools there are, and writes nothing
+    rc, results, raw = run_play(testbed.kubeconfig, ROLE, vars=dict(DRIVER_VARS, upgrade_driver_version=POOL_DRIVER))
+    assert rc != 0 and ('give driver_pool, the NVIDIADriver to upgrade (one pool at a time): inference, training'
+                        in raw), raw[-4000:]
+    # check mode: every pool planned, nothing written
+    rc, results, raw = run_play(testbed.kubeconfig, ROLE, check=True, vars=POOL_VARS)
+    assert rc == 0, raw[-6000:]
+    lines = results[DRIVER_PLAN]['msg']
+    assert 'NVIDIADriver training: set spec.version=%s' % POOL_DRIVER in lines, lines
+    assert 'NVIDIADriver inference: set spec.version=%s' % POOL_DRIVER in lines, lines
+    assert lines.index('batch 1: t4-1 %s -> %s' % (DRIVER_3, POOL_DRIVER)) < lines.index(
+        'batch 1: t4-0 %s -> %s' % (DRIVER_3, POOL_DRIVER)), lines
+    assert pools_snapshot(custom, core) == before
+
+    rc, results, raw = run_play(testbed.kubeconfig, ROLE, vars=POOL_VARS)
+    assert rc == 0, raw[-6000:]
+    assert pools_at(core, operator_ns, POOL_DRIVER), (driver_state(core), pool_driver_pods(core, operator_ns))
+    assert sorted((d['metadata']['name'], d['spec']['version']) for d in custom.list_cluster_custom_object(
+        *NVIDIA_DRIVERS)['items']) == [('inference', POOL_DRIVER), ('training', POOL_DRIVER)]
+    assert custom.get_cluster_custom_object(*CP, POLICY_NAME)['spec']['driver'].get('version') != POOL_DRIVER
+    # one pool after the other: training to upgrade-done before inference's NVIDIADriver is touched
+    assert raw.index('t4-1: upgrade-done') < raw.index('NVIDIADriver inference: set spec.version=%s' % POOL_DRIVER), \
+        raw[:8000]
+    first = results[DRIVER_TASK]  # (the first run of the task: the results keep a task name's first)
+    assert first['driver_pool'] == 'training' and [(n['node'], n['phase']) for n in first['nodes']] == [
+        ('t4-1', 'done')], first
+    assert results[SUMMARY]['msg'][-1] == 'done 2, held 0, gone 0, not started 0', results[SUMMARY]['msg']
+
+    # again: nothing changes
+    after = pools_snapshot(custom, core)
+    rc, results, stats, raw = run_play_stats(testbed.kubeconfig, ROLE, vars=POOL_VARS)
+    assert rc == 0 and stats.get('changed') == 0, raw
+    assert pools_snapshot(custom, core) == after

@@ -36,9 +36,9 @@ except ImportError:  # pragma: no cover - reported by k8s.runner.gpu_module
     get_api_client = None
 
 try:
-    from kubernetes.client import ApiClient, BatchV1Api, Configuration, CoreV1Api, CustomObjectsApi, PolicyV1Api
+    from kubernetes.client import ApiClient, AppsV1Api, BatchV1Api, Configuration, CoreV1Api, CustomObjectsApi, PolicyV1Api
 except ImportError:  # pragma: no cover - AnsibleK8SModule reports missing kubernetes
-    ApiClient = BatchV1Api = Configuration = CoreV1Api = CustomObjectsApi = PolicyV1Api = None
+    ApiClient = AppsV1Api = BatchV1Api = Configuration = CoreV1Api = CustomObjectsApi = PolicyV1Api = None
 
 try:
     from urllib3.exceptions import HTTPError as _Urllib3Error, ReadTimeoutError
@@ -48,7 +48,7 @@ except ImportError:  # pragma: no cover - comes with the kubernetes library
     ReadTimeoutError = Retry = None
     TRANSPORT_ERRORS = (ConnectionError, OSError)
 
-APIS = ('core', 'custom', 'policy', 'batch', 'dynamic')
+APIS = ('core', 'apps', 'custom', 'policy', 'batch', 'dynamic')
 CONNECT_TIMEOUT = 5.0   # seconds to open a connection
 READ_TIMEOUT = 30.0     # the most one request waits for the apiserver's next bytes
 MIN_READ_TIMEOUT = 2.0
@@ -167,7 +167,7 @@ class Connection(object):
     ``context``, ``host``, ``api_key``, ...; what it leaves out comes from the ``K8S_AUTH_*``
     environment, as for a module): a plugin that is not a module; ``Connection(core=...,
     custom=..., ...)`` wraps given API objects (tests, or anything with the same methods).
-    ``core`` is a CoreV1Api, ``custom`` CustomObjectsApi, ``policy`` PolicyV1Api, ``batch``
+    ``core`` is a CoreV1Api, ``apps`` AppsV1Api, ``custom`` CustomObjectsApi, ``policy`` PolicyV1Api, ``batch``
     BatchV1Api, ``dynamic`` kubernetes.core's dynamic client.
     """
 
@@ -219,6 +219,7 @@ class Connection(object):
 
     def _typed(self, api_client):
         self.core = CoreV1Api(api_client)
+        self.apps = AppsV1Api(api_client)
         self.custom = CustomObjectsApi(api_client)
         self.policy = PolicyV1Api(api_client)
         self.batch = BatchV1Api(api_client)

@@ -37,6 +37,8 @@ ANN_INITIAL_UNSCHEDULABLE = 'nvidia.com/gpu-driver-upgrade.node-initial-state.un
 # cordoned: the operator then takes the node for one a user cordoned and leaves it cordoned at the end
 ANN_PAUSED_CORDONED = 'gpuops.gpu/driver-upgrade-paused'
 DRIVER_POD_LABEL = ('app', 'nvidia-driver-daemonset')
+# the driver pods of the DaemonSets of NVIDIADriver objects (plans/driver_pools.py)
+COMPONENT_LABEL = ('app.kubernetes.io/component', 'nvidia-driver')
 EVENT_REASON = 'GPUDriverUpgrade'
 EVENT_STATE_PREFIX = 'Successfully updated node state label to '
 # client-go's EventCorrelator folds more than 10 similar Events of an object in 10 minutes into one Event whose
@@ -124,7 +126,8 @@ def target_image(driver, node, tag_suffix):
 # --- pods -------------------------------------------------------------------------------------
 
 def is_driver_pod(pod):
-    return labels_of(pod).get(DRIVER_POD_LABEL[0]) == DRIVER_POD_LABEL[1]
+    labels = labels_of(pod)
+    return labels.get(DRIVER_POD_LABEL[0]) == DRIVER_POD_LABEL[1] or labels.get(COMPONENT_LABEL[0]) == COMPONENT_LABEL[1]
 
 
 def driver_pods_by_node(pods):
@@ -342,10 +345,7 @@ def node_done(node, pod, image):
 
 def _policy_errors(policy_obj):
     current = (policy_obj.get('spec') or {}).get('driver') or {}
-    errors = []
-    if current.get('useNvidiaDriverCRD'):
-        errors.append('ClusterPolicy %s has driver.useNvidiaDriverCRD: true, so the drivers are NVIDIADriver objects '
-                      '(one per pool); this upgrade changes the ClusterPolicy driver only' % name_of(policy_obj))
+    errors = []  # useNvidiaDriverCRD: plans/driver_pools.py selection_errors
     if current.get('enabled') is False:
         errors.append('ClusterPolicy %s has driver.enabled: false: the operator does not manage the driver, so '
                       'there is nothing it would upgrade' % name_of(policy_obj))
@@ -384,7 +384,7 @@ def _node_entry(node, pod, image):
             'pods_to_evict': [], 'blocking_pdbs': [], 'blockers': {}, 'fallback_drain': []}
 
 
-def _empty(errors):
+def empty_plan(errors):
     return {'errors': errors, 'warnings': [], 'nodes': [], 'upgrade': [], 'batches': [], 'skipped': [], 'patch': {},
             'policy': {}, 'target_image': [], 'batch_size': 0, 'changes': False}
 
@@ -398,7 +398,7 @@ def plan(request):
     (rollout_summary's plan format), 'skipped', 'changes'}``."""
     policy_obj = request.get('cluster_policy')
     if policy_obj is None:
-        return _empty(['no ClusterPolicy found: install the GPU operator and its ClusterPolicy first'])
+        return empty_plan(['no ClusterPolicy found: install the GPU operator and its ClusterPolicy first'])
     current = (policy_obj.get('spec') or {}).get('driver') or {}
     nodes = dict((name_of(n), n) for n in request.get('nodes') or [])
     pods = request.get('pods') or []
@@ -414,7 +414,8 @@ def plan(request):
                         '(it appends <ID><VERSION_ID>); run NFD first')
     effective = effective_policy(current, patch)
     pool = sorted(n for n in drivers if n in nodes)
-    errors.extend(parallelism_errors(effective, len(pool), _held_slots(pool, nodes)) if pool else [
+    managed = request.get('managed_nodes') or len(pool)  # one NVIDIADriver's: the operator counts every pool's
+    errors.extend(parallelism_errors(effective, managed, _held_slots(pool, nodes)) if pool else [
         'no driver pod (label app=nvidia-driver-daemonset) runs on any node: the operator has no driver to upgrade '
         '(driver disabled, or preinstalled on the hosts)'])
     entries = [_node_entry(nodes[n], drivers[n], target_image(driver, nodes[n], suffix)) for n in pool]
@@ -426,7 +427,7 @@ def plan(request):
             entry['change'] = False
     _all_evictions(entries, pods, request.get('pdbs') or [], effective)
     upgrade = [e['node'] for e in entries if e['change']]
-    size = batch_size(effective, len(pool), sum(1 for n in pool if unavailable(nodes[n]))) if not errors else 0
+    size = batch_size(effective, managed, sum(1 for n in pool if unavailable(nodes[n]))) if not errors else 0
     if skipped:
         warnings.append('node(s) %s carry %s=true: the operator leaves their driver as it is'
                         % (', '.join(skipped), LABEL_SKIP))

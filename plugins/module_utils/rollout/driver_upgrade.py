@@ -19,10 +19,12 @@ __metaclass__ = type
 import time
 
 from ansible_collections.gpuops.gpu.plugins.module_utils.common.errors import InputError, RolloutFailed
+from ansible_collections.gpuops.gpu.plugins.module_utils.common.names import NVIDIA_DRIVER
 from ansible_collections.gpuops.gpu.plugins.module_utils.common.objects import meta_of, name_of
 from ansible_collections.gpuops.gpu.plugins.module_utils.gpu.node import pod_key
 from ansible_collections.gpuops.gpu.plugins.module_utils.k8s.runner import ModuleRun
 from ansible_collections.gpuops.gpu.plugins.module_utils.ops import cluster_policy as ops_cp
+from ansible_collections.gpuops.gpu.plugins.module_utils.plans import driver_pools as dp
 from ansible_collections.gpuops.gpu.plugins.module_utils.plans import driver_upgrade as du
 from ansible_collections.gpuops.gpu.plugins.module_utils.plans.rollout_summary import duration_words
 from ansible_collections.gpuops.gpu.plugins.module_utils.rollout import drain as dr
@@ -47,6 +49,8 @@ class DriverUpgradeRun(ModuleRun):
         self.since = utc_iso()
         self.lock = None
         self.namespace = None
+        self.pool = params.get('driver_pool')
+        self.daemonsets = []
 
     # ------------------------------------------------------------------ reads
     def read(self):
@@ -54,11 +58,22 @@ class DriverUpgradeRun(ModuleRun):
         policy = ops_cp.read_cluster_policy(self.conn, self.params.get('cluster_policy'))
         self.namespace = ((policy or {}).get('status') or {}).get('namespace') or self.params['operator_namespace']
         pods = self.conn.call(self.conn.core.list_pod_for_all_namespaces, field_selector=ACTIVE).get('items', [])
-        return {'cluster_policy': policy, 'nodes': self.api.list_nodes(), 'pods': pods, 'pdbs': self.api.list_pdbs()}
+        request = {'cluster_policy': policy, 'nodes': self.api.list_nodes(), 'pods': pods, 'pdbs': self.api.list_pdbs(),
+                   'nvidia_drivers': [], 'daemonsets': []}
+        if dp.uses_nvidia_drivers(policy) or self.pool:
+            request['nvidia_drivers'] = self.conn.call(self.conn.custom.list_cluster_custom_object,
+                                                       *NVIDIA_DRIVER).get('items', [])
+            self.daemonsets = request['daemonsets'] = self.conn.call(
+                self.conn.apps.list_namespaced_daemon_set, self.namespace,
+                label_selector='%s=%s' % du.COMPONENT_LABEL).get('items', [])
+        return request
 
     def driver_pods(self):
-        return self.conn.call(self.conn.core.list_namespaced_pod, self.namespace,
-                              label_selector='%s=%s' % du.DRIVER_POD_LABEL).get('items', [])
+        """The driver pods of the ClusterPolicy's driver, or of the NVIDIADriver ``driver_pool``."""
+        label = du.COMPONENT_LABEL if self.pool else du.DRIVER_POD_LABEL
+        pods = self.conn.call(self.conn.core.list_namespaced_pod, self.namespace,
+                              label_selector='%s=%s' % label).get('items', [])
+        return dp.pool_pods(pods, self.daemonsets, self.pool) if self.pool else pods
 
     def events(self):
         """The operator's upgrade Events on nodes (best effort: [] when they cannot be read)."""
@@ -81,6 +96,14 @@ class DriverUpgradeRun(ModuleRun):
         if not self.check_mode and self.api.fence is not None:
             self.api.fence()
         return ops_cp.PolicyApply(self.conn, params, self.check_mode).run()
+
+    def patch_nvidia_driver(self, spec):
+        """The target on the NVIDIADriver ``driver_pool`` (a server-side dry run first: the CRD's rules)."""
+        if self.api.fence is not None:
+            self.api.fence()
+        for dry_run in ({'dry_run': 'All'}, {}):
+            self.conn.call(self.conn.custom.patch_cluster_custom_object, *(NVIDIA_DRIVER + (self.pool, {'spec': spec})),
+                           field_manager='gpuops.gpu', field_validation='Strict', **dry_run)
 
     def pause(self, name, nodes):
         """The documented switch: autoUpgrade false. Marks first the nodes the operator cordoned for the upgrade
@@ -136,18 +159,19 @@ def run(conn, params, check_mode):
     request = job.read()
     request.update(target={'version': params.get('version'), 'repository': params.get('repository'),
                            'image': params.get('image')}, policy=params.get('policy'))
-    plan = du.plan(request)
+    plan = dp.plan(request, job.pool)
     if plan['errors']:
         raise InputError('nothing was changed; fix these first: ' + ' | '.join(plan['errors']),
-                         {'plan_lines': du.plan_lines(plan), 'warnings': plan['warnings']})
+                         {'plan_lines': dp.plan_lines(plan), 'warnings': plan['warnings']})
     policy_name = name_of(request['cluster_policy'])
     nodes = dict((name_of(n), n) for n in request['nodes'])
-    paused = sorted(n for n, node in nodes.items() if du.ANN_PAUSED_CORDONED in (meta_of(node).get('annotations') or {}))
-    result = {'target_image': plan['target_image'], 'cluster_policy': policy_name, 'policy': plan['policy'],
-              'batch_size': plan['batch_size'], 'plan': plan['batches'], 'plan_lines': du.plan_lines(plan),
+    paused = sorted(e['node'] for e in plan['nodes']
+                    if du.ANN_PAUSED_CORDONED in (meta_of(nodes[e['node']]).get('annotations') or {}))
+    result = {'target_image': plan['target_image'], 'cluster_policy': policy_name, 'driver_pool': job.pool,
+              'policy': plan['policy'], 'batch_size': plan['batch_size'], 'plan': plan['batches'],
+              'plan_lines': dp.plan_lines(plan),
               'upgrade': plan['upgrade'], 'skipped_nodes': plan['skipped'], 'warnings': list(plan['warnings']),
-              'diff': {'before': {'driver': _driver_view(request['cluster_policy'])},
-                       'after': {'driver': _driver_view(request['cluster_policy'], plan['patch'])}}}
+              'diff': _diff(request, plan, job.pool)}
     if check_mode:
         job.namespace = lock_namespace(conn, dict(params, operator_namespace=job.namespace))
         result['lock'] = RolloutLock(conn, job.namespace, holder=params.get('lock_holder'),
@@ -159,6 +183,20 @@ def run(conn, params, check_mode):
         result.update(changed=False, nodes=[], untouched=[])
         return result
     return _apply(job, plan, request, nodes, paused, result)
+
+
+def _diff(request, plan, pool):
+    """Before and after: the ClusterPolicy's driver, and the NVIDIADriver's target when it is a pool's."""
+    out = {'before': {'driver': _driver_view(request['cluster_policy'])},
+           'after': {'driver': _driver_view(request['cluster_policy'], plan['patch'])}}
+    if pool:
+        spec = next((d.get('spec') or {}) for d in request['nvidia_drivers'] if name_of(d) == pool)
+        before = dict((k, spec.get(k)) for k in dp.TARGET_KEYS)
+        out['before']['nvidia_driver'] = {pool: before}
+        out['after']['nvidia_driver'] = {pool: dict(before, **plan['driver_patch'])}
+        for side in ('before', 'after'):
+            out[side]['driver'] = {'upgradePolicy': out[side]['driver']['upgradePolicy']}
+    return out
 
 
 def _driver_view(policy, patch=None):
@@ -180,8 +218,9 @@ def _apply(job, plan, request, nodes, paused, result):
     started = time.monotonic()
     entries = dict((e['node'], e) for e in plan['nodes'])
     follow = sorted(set(plan['upgrade']) | set(n for n in paused if n in entries))
-    job.lock = RolloutLock.for_rollout(job.conn, dict(params, operator_namespace=job.namespace),
-                                       'driver upgrade to %s' % params['version'], follow, log=job.progress.message)
+    purpose = 'driver upgrade to %s' % params['version'] + (' (NVIDIADriver %s)' % job.pool if job.pool else '')
+    job.lock = RolloutLock.for_rollout(job.conn, dict(params, operator_namespace=job.namespace), purpose, follow,
+                                       log=job.progress.message)
     job.lock.hold(params.get('lock_timeout') or 0, min(2.0, max(0.2, params['poll_interval'])))
     job.api.fence = job.lock.fence
     states = dict((n, _node_result(entries[n], job.gpu_pods(n))) for n in follow)
@@ -197,7 +236,12 @@ def _apply(job, plan, request, nodes, paused, result):
             result['changed'] = True
             job.progress.message('ClusterPolicy %s: set %s' % (
                 name_of(request['cluster_policy']), du.flat(plan['patch']['driver'], 'driver')))
-        drivers = du.driver_pods_by_node(request['pods'])
+        if plan['driver_patch']:
+            job.patch_nvidia_driver(plan['driver_patch'])
+            result['changed'] = True
+            job.progress.message('NVIDIADriver %s: set %s' % (job.pool, du.flat(plan['driver_patch'], 'spec')))
+        drivers = du.driver_pods_by_node(dp.pool_pods(request['pods'], job.daemonsets, job.pool) if job.pool
+                                         else request['pods'])
         for name in follow:
             if du.node_state(nodes[name]) != du.FAILED or not params['retry_failed']:
                 continue

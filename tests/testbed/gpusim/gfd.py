@@ -237,7 +237,13 @@ def _full_gpu_labels(product, count, sharing):
     return labels
 
 
-DRIVER_POD_LABEL = ("app", "nvidia-driver-daemonset")  # the operator's driver DaemonSet pods
+# the operator's driver DaemonSet pods: the ClusterPolicy's, and those of NVIDIADriver objects (gpu-operator
+# internal/state/driver.go AppComponentLabelValue)
+DRIVER_POD_LABELS = (("app", "nvidia-driver-daemonset"), ("app.kubernetes.io/component", "nvidia-driver"))
+
+
+def is_driver_pod(labels):
+    return any((labels or {}).get(key) == value for key, value in DRIVER_POD_LABELS)
 _DRIVER_TAG = re.compile(r"^(\d+\.\d+(?:\.\d+)?)(?:-.+)?$")
 
 

@@ -3,7 +3,7 @@
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """What the AWX objects mean, beyond their option names and types (test_awx_argspec.py): each job template's
 cluster account is the least one docs/rbac.md allows for its playbook; the templates prompt for inventory and
-credentials; the workflows are plan (check) -> approval -> apply -> validate -> report and install -> mig ->
+credentials; the workflows are plan (check) -> approval -> apply -> validate -> report (mig, sharing, upgrade) and install -> mig ->
 sharing -> validate -> report, every prompt a node sets is one its template accepts, and every job node is bound
 to the workflow's cluster (its inventory and its least account; no inventory at launch); failures notify, with
 no literal secret; the nightly schedules are rrules AWX parses, bound to their cluster and shipped disabled."""
@@ -159,7 +159,7 @@ def chain(workflow):
     return out
 
 
-@pytest.mark.parametrize('kind', ['mig', 'sharing'])
+@pytest.mark.parametrize('kind', ['mig', 'sharing', 'upgrade'])
 def test_rollout_workflow_is_plan_approve_apply_validate_report(kind):
     workflow = WORKFLOWS['gpuops.gpu %s %s workflow' % (CLUSTER, kind)]
     rollout = 'gpuops.gpu %s' % kind
@@ -171,6 +171,15 @@ def test_rollout_workflow_is_plan_approve_apply_validate_report(kind):
     assert following(by_id['apply'], 'failure_nodes') == ['report'], 'a failed apply is still reported'
     assert following(by_id['validate'], 'always_nodes') == ['report']
     assert workflow['notification_templates_approvals'], 'someone learns that an approval waits'
+
+
+def test_upgrade_workflow_runs_the_upgrade_with_the_install_account():
+    """The upgrade writes OLM, Helm releases, the ClusterPolicy / NVIDIADrivers and nodes: gpuops-gpu-install."""
+    workflow = WORKFLOWS['gpuops.gpu %s upgrade workflow' % CLUSTER]
+    by_id = nodes(workflow)
+    install = [{'name': 'gpuops.gpu %s install account' % CLUSTER}]
+    assert [by_id[i]['related']['credentials'] for i in ('plan', 'apply')] == [install, install]
+    assert by_id['plan']['unified_job_template'] == by_id['apply']['unified_job_template']
 
 
 def test_new_cluster_workflow_is_install_mig_sharing_validate_report():
@@ -191,7 +200,7 @@ def binding_errors(workflow):
     """Why a workflow could reach another cluster than its own: it asks for an inventory at launch (AWX workflows
     cannot prompt for credentials, so the credentials would stay those of its nodes), or a job node runs without
     its cluster's inventory or with another account than its template's (that cluster's least one)."""
-    match = re.match(r'^gpuops\.gpu (.+) (mig|sharing|new cluster) workflow$', workflow['name'])
+    match = re.match(r'^gpuops\.gpu (.+) (mig|sharing|upgrade|new cluster) workflow$', workflow['name'])
     if not match:
         return ['%s: a workflow is named after its cluster' % workflow['name']]
     cluster = match.group(1)

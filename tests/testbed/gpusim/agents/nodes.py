@@ -179,7 +179,7 @@ class DevicePluginAgent(_OperandAgent):
         (gfd.running_driver)."""
         labels = obj["metadata"].get("labels") or {}
         node = obj["spec"].get("nodeName")
-        if labels.get(gfd.DRIVER_POD_LABEL[0]) != gfd.DRIVER_POD_LABEL[1] or not node:
+        if not gfd.is_driver_pod(labels) or not node:
             return
         if (old is None or etype == DELETED or old["status"].get("phase") != obj["status"].get("phase")
                 or old["metadata"].get("deletionTimestamp") != obj["metadata"].get("deletionTimestamp")):
@@ -187,9 +187,8 @@ class DevicePluginAgent(_OperandAgent):
 
     def _driver(self, name):
         """The driver GFD reports on the node: the version of its newest Running driver pod's image."""
-        key, value = gfd.DRIVER_POD_LABEL
         pods = sorted((p for p in self.ctx.pods().by_index("node", name)
-                       if (p["metadata"].get("labels") or {}).get(key) == value
+                       if gfd.is_driver_pod(p["metadata"].get("labels"))
                        and p["status"].get("phase") == "Running" and not p["metadata"].get("deletionTimestamp")),
                       key=lambda p: p["metadata"].get("creationTimestamp") or "")
         images = [c.get("image") for p in pods for c in (p["spec"].get("containers") or [])[:1]]

@@ -93,8 +93,8 @@ def test_counter_is_thread_safe_and_shared_by_copies():
 
 
 def test_unknown_api_objects_are_refused():
-    with pytest.raises(TypeError, match='apps'):
-        client.Connection(apps=object())
+    with pytest.raises(TypeError, match='storage'):
+        client.Connection(storage=object())
 
 
 def test_a_module_connection_opens_on_first_use(monkeypatch):

@@ -202,12 +202,6 @@ def test_nodes_cordoned_by_hand_keep_their_slot():
     assert du.plan(request(nodes, policy={'max_unavailable': 1}))['errors'] == []
 
 
-def test_nvidia_driver_crd_is_refused():
-    policy = copy.deepcopy(POLICY)
-    policy['spec']['driver']['useNvidiaDriverCRD'] = True
-    assert 'useNvidiaDriverCRD: true' in du.plan(request(cluster_policy=policy))['errors'][0]
-
-
 def test_policy_patch_only_what_differs():
     current = POLICY['spec']['driver']
     patch, errors = du.policy_patch({'version': 'v1'}, {'max_parallel_upgrades': 1, 'pod_deletion': {
