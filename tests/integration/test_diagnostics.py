@@ -6,11 +6,13 @@ planted in a pod's env, a pod annotation, a node annotation, an event message an
 the ClusterPolicy names never appear in any file of it, nor does the account's own token. Nothing on the cluster
 changes; the check-mode run writes its archive into ansible-runner's artifacts directory (AWX_ISOLATED_DATA_DIR)."""
 
+import base64
 import os
 import tarfile
 
 import pytest
 import yaml
+from kubernetes import client
 
 from ansible_run import changed_tasks, include, node_facts, run_play
 from awx_job import account_token
@@ -140,3 +142,41 @@ def test_check_mode_writes_into_the_runner_artifacts_dir(testbed, core, operator
     assert 'summary.txt' in files and 'nodes.yaml' in files
     assert not any(PLANTED in text for text in files.values())
     assert node_facts(core) == before
+
+
+def publish_role(core, namespace):
+    """The Role docs/awx.md shows, bound to the report account in ``namespace`` only."""
+    rbac = client.RbacAuthorizationV1Api(core.api_client)
+    rbac.create_namespaced_role(namespace, {'metadata': {'name': 'gpuops-gpu-report-publish'}, 'rules': [
+        {'apiGroups': [''], 'resources': ['configmaps', 'secrets'], 'verbs': ['get', 'create', 'update', 'patch']}]})
+    rbac.create_namespaced_role_binding(namespace, {
+        'metadata': {'name': 'gpuops-gpu-report-publish'},
+        'roleRef': {'apiGroup': 'rbac.authorization.k8s.io', 'kind': 'Role', 'name': 'gpuops-gpu-report-publish'},
+        'subjects': [{'kind': 'ServiceAccount', 'name': SA, 'namespace': SA_NS}]})
+
+
+def test_archive_published_into_a_secret(testbed, core, operator_ns, planted, report_env, namespace, tmp_path):
+    publish_role(core, namespace)
+    dest = str(tmp_path / 'gpu-diagnostics.tar.gz')
+    variables = {'diagnostics_dest': dest, 'diagnostics_operator_namespace': operator_ns, 'diagnostics_log_lines': 20,
+                 'diagnostics_max_log_pods': 1}
+    core.create_namespaced_secret(namespace, {'metadata': {'name': 'theirs'}, 'stringData': {'a': 'b'}})
+    rc, results, raw = run_play(testbed.kubeconfig, [include('diagnostics')], extra_env=report_env,
+                                vars=dict(variables, diagnostics_publish_secret=namespace + '/theirs'))
+    assert rc != 0 and 'Secret %s/theirs exists and gpuops.gpu did not create it' % namespace in raw, raw[-3000:]
+    assert 'Write the archive into the Secret' not in results
+    assert core.read_namespaced_secret('theirs', namespace).data == {'a': base64.b64encode(b'b').decode()}
+
+    rc, results, raw = run_play(testbed.kubeconfig, [include('diagnostics')], extra_env=report_env,
+                                vars=dict(variables, diagnostics_publish_secret=namespace + '/gpuops-diag'))
+    assert rc == 0, raw[-4000:]
+    secret = core.read_namespaced_secret('gpuops-diag', namespace)
+    assert secret.type == 'Opaque' and list(secret.data) == ['gpu-diagnostics.tar.gz']
+    assert secret.metadata.labels['app.kubernetes.io/managed-by'] == 'gpuops.gpu'
+    with open(dest, 'rb') as handle:
+        archive = handle.read()
+    assert base64.b64decode(secret.data['gpu-diagnostics.tar.gz']) == archive
+    encoded = secret.data['gpu-diagnostics.tar.gz']
+    assert encoded[:64] not in raw and encoded[-64:] not in raw  # the bytes never show in the output
+    stats = results['Publish the archive path as a job artifact']['ansible_stats']['data']
+    assert stats['gpuops_diagnostics']['published'] == 'secret/%s/gpuops-diag' % namespace

@@ -8,6 +8,7 @@ is made that way)."""
 
 import json
 import os
+import re
 import shutil
 import struct
 import subprocess
@@ -77,12 +78,13 @@ class Dom(HTMLParser):
                 and (css is None or css in e['attrs'].get('class', '').split())]
 
 
-def report_playbook(kubeconfig, variables, tmp_path, check=False):
+def report_playbook(kubeconfig, variables, tmp_path, check=False, extra_env=None):
     """ansible-playbook playbooks/report.yml -e @vars.json; (rc, output)."""
     path = tmp_path / ('vars-%d.json' % len(list(tmp_path.glob('vars-*.json'))))
     path.write_text(json.dumps(dict(variables, gpuops_kubeconfig=kubeconfig)))
     env = dict(os.environ, ANSIBLE_NOCOLOR='1', ANSIBLE_LOCALHOST_WARNING='false',
-               ANSIBLE_INVENTORY_UNPARSED_WARNING='false', ANSIBLE_PYTHON_INTERPRETER=sys.executable)
+               ANSIBLE_INVENTORY_UNPARSED_WARNING='false', ANSIBLE_PYTHON_INTERPRETER=sys.executable,
+               **(extra_env or {}))
     cmd = [os.path.join(os.path.dirname(sys.executable), 'ansible-playbook'),
            os.path.join(REPO, 'playbooks', 'report.yml'), '-e', '@%s' % path] + (['--check'] if check else [])
     proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300, check=False, cwd=str(tmp_path))
@@ -236,3 +238,48 @@ def test_bad_report_variables_fail_before_reading(testbed, tmp_path):
                               tmp_path)
     assert rc != 0 and 'no such file on the controller: nope.json' in out, out[-3000:]
     assert 'TASK [Read the GPU nodes]' not in out and not (tmp_path / 'x').exists()
+
+
+FILES = ['fleet-report.html', 'fleet.csv', 'fleet.json']
+PUBLISH_TASK = 'TASK [Write fleet-report.html, fleet.csv and fleet.json into the ConfigMap]'
+
+
+def recap_changed(out):
+    return [int(n) for n in re.findall(r'changed=(\d+)', out.split('PLAY RECAP')[-1])]
+
+
+def config_map(core, namespace, name):
+    found = [c for c in core.list_namespaced_config_map(namespace).items if c.metadata.name == name]
+    return found[0] if found else None
+
+
+def test_report_published_into_a_configmap(testbed, core, a100_ready, namespace, tmp_path):
+    target = '%s/gpuops-fleet' % namespace
+    stats = {'ANSIBLE_SHOW_CUSTOM_STATS': '1'}
+    rc, out = report_playbook(testbed.kubeconfig, {'gpuops_report_publish_configmap': target}, tmp_path, check=True)
+    assert rc == 0, out[-4000:]
+    assert 'Would write ConfigMap %s: fleet-report.html, fleet.csv, fleet.json' % target in out
+    assert config_map(core, namespace, 'gpuops-fleet') is None
+
+    variables = {'gpuops_report_publish_configmap': target, 'gpuops_report_dir': 'pub'}
+    rc, out = report_playbook(testbed.kubeconfig, variables, tmp_path, extra_env=stats)
+    assert rc == 0, out[-4000:]
+    written = config_map(core, namespace, 'gpuops-fleet')
+    assert written.metadata.labels['app.kubernetes.io/managed-by'] == 'gpuops.gpu'
+    assert written.data == dict((f, (tmp_path / 'pub' / f).read_text()) for f in FILES)
+    assert json.loads(written.data['fleet.json'])['nodes']
+    assert 'CUSTOM STATS' in out and '"published": "configmap/%s"' % target in out
+    assert '"nodes": %d' % len(json.loads(written.data['fleet.json'])['nodes']) in out
+    assert '<!DOCTYPE' not in out.split('CUSTOM STATS')[-1]  # a summary, never the page
+
+    rc, out = report_playbook(testbed.kubeconfig, variables, tmp_path)
+    assert rc == 0 and recap_changed(out) == [0], out[-4000:]
+    assert config_map(core, namespace, 'gpuops-fleet').metadata.resource_version == written.metadata.resource_version
+
+
+def test_a_foreign_configmap_is_refused_before_any_write(testbed, core, namespace, tmp_path):
+    core.create_namespaced_config_map(namespace, {'metadata': {'name': 'theirs'}, 'data': {'a': 'b'}})
+    rc, out = report_playbook(testbed.kubeconfig, {'gpuops_report_publish_configmap': namespace + '/theirs'}, tmp_path)
+    assert rc != 0 and 'ConfigMap %s/theirs exists and gpuops.gpu did not create it' % namespace in out, out[-3000:]
+    assert PUBLISH_TASK not in out
+    assert config_map(core, namespace, 'theirs').data == {'a': 'b'}
