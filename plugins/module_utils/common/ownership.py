@@ -54,6 +54,13 @@ def configmap_write_errors(name, option, namespace='', existing=None):
     if owner:
         return ["%s: ConfigMap '%s' belongs to %s; gpuops.gpu never writes it: choose a name of your own"
                 % (option, name, owner)]
+    return existing_write_errors('ConfigMap', where, option, existing)
+
+
+def existing_write_errors(kind, where, option, existing):
+    """Why the collection may not write over ``existing`` (the ``kind`` object ``where`` as read, None or [] when
+    there is none): it writes only the objects it created (label app.kubernetes.io/managed-by: gpuops.gpu, no owner
+    reference)."""
     if isinstance(existing, list):
         existing = existing[0] if existing else None
     if not existing:
@@ -61,10 +68,10 @@ def configmap_write_errors(name, option, namespace='', existing=None):
     meta = meta_of(existing)
     owners = ['%s %s' % (o.get('kind'), o.get('name')) for o in meta.get('ownerReferences') or []]
     if owners:
-        return ['%s: ConfigMap %s belongs to %s (owner reference); gpuops.gpu never writes it: choose a name of your '
-                'own' % (option, where, ', '.join(owners))]
+        return ['%s: %s %s belongs to %s (owner reference); gpuops.gpu never writes it: choose a name of your '
+                'own' % (option, kind, where, ', '.join(owners))]
     if not is_managed(meta.get('labels')):
-        return ['%s: ConfigMap %s exists and gpuops.gpu did not create it (no label %s=%s), and gpuops.gpu writes only '
-                'the ConfigMaps it created: choose another name, or label it %s=%s to hand it over'
-                % (option, where, LABEL_MANAGED_BY, MANAGED_BY, LABEL_MANAGED_BY, MANAGED_BY)]
+        return ['%s: %s %s exists and gpuops.gpu did not create it (no label %s=%s), and gpuops.gpu writes only '
+                'the %ss it created: choose another name, or label it %s=%s to hand it over'
+                % (option, kind, where, LABEL_MANAGED_BY, MANAGED_BY, kind, LABEL_MANAGED_BY, MANAGED_BY)]
     return []

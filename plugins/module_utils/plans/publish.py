@@ -12,9 +12,7 @@ __metaclass__ = type
 
 import re
 
-from ansible_collections.gpuops.gpu.plugins.module_utils.common.names import LABEL_MANAGED_BY, MANAGED_BY, is_managed
-from ansible_collections.gpuops.gpu.plugins.module_utils.common.objects import meta_of
-from ansible_collections.gpuops.gpu.plugins.module_utils.common.ownership import configmap_write_errors
+from ansible_collections.gpuops.gpu.plugins.module_utils.common.ownership import configmap_write_errors, existing_write_errors
 
 # The API server's limit on the data of one ConfigMap or Secret (keys and values together).
 MAX_DATA_BYTES = 1024 * 1024
@@ -65,23 +63,9 @@ def size_errors(data, option, kind='ConfigMap', encoded=False):
 
 
 def secret_write_errors(name, option, namespace='', existing=None):
-    """Why the collection may not write the Secret ``name`` ([] when it may): it writes only the Secrets it
-    created (label app.kubernetes.io/managed-by: gpuops.gpu, no owner reference)."""
+    """Why the collection may not write the Secret ``name`` ([] when it may): only a Secret it created."""
     where = '%s/%s' % (namespace, name) if namespace else str(name)
-    if isinstance(existing, list):
-        existing = existing[0] if existing else None
-    if not existing:
-        return []
-    meta = meta_of(existing)
-    owners = ['%s %s' % (o.get('kind'), o.get('name')) for o in meta.get('ownerReferences') or []]
-    if owners:
-        return ['%s: Secret %s belongs to %s (owner reference); gpuops.gpu never writes it: choose a name of your own'
-                % (option, where, ', '.join(owners))]
-    if not is_managed(meta.get('labels')):
-        return ['%s: Secret %s exists and gpuops.gpu did not create it (no label %s=%s), and gpuops.gpu writes only '
-                'the Secrets it created: choose another name, or label it %s=%s to hand it over'
-                % (option, where, LABEL_MANAGED_BY, MANAGED_BY, LABEL_MANAGED_BY, MANAGED_BY)]
-    return []
+    return existing_write_errors('Secret', where, option, existing)
 
 
 def publish_errors(target, option, kind='ConfigMap', data=None, existing=None):
