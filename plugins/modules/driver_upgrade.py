@@ -23,10 +23,13 @@ description:
     each state as it comes and a status line, and returning a per-node timeline.
   - A node in C(upgrade-failed), or in one state longer than O(state_timeout), stops the run with the node, its state,
     the operator's reason (its C(GPUDriverUpgrade) Events) and the driver pod's status. With O(on_failure=pause) the
-    operator's upgrades are switched off there (C(autoUpgrade) false, the documented switch).
+    operator's upgrades are switched off there (C(autoUpgrade) false, the documented switch), the nodes the operator
+    had cordoned marked first (C(gpuops.gpu/driver-upgrade-paused), an annotation and a label).
   - A re-run resumes - it switches the upgrades on again, retries nodes left C(upgrade-failed) the way NVIDIA documents
     (their GPU pods evicted, PodDisruptionBudgets honoured, then their driver pod restarted; O(retry_failed)), and
-    uncordons at the end the nodes the operator had cordoned before a pause. At the target it changes nothing.
+    uncordons at the end the nodes the operator had cordoned before a pause (removing the mark's label with it; a node
+    label change wakes the operator's upgrade controller, which then gives the next node the slot at once rather than
+    at its 2-minute requeue). At the target it changes nothing.
   - Drivers deployed per pool by C(NVIDIADriver) objects (ClusterPolicy C(driver.useNvidiaDriverCRD)) are upgraded one
     pool at a time - O(driver_pool) names the C(NVIDIADriver); the target goes to its C(spec) and the upgrade policy to the
     ClusterPolicy (the operator's upgrade controller reads it there for every pool, and counts C(maxUnavailable) against

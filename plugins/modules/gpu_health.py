@@ -165,7 +165,7 @@ options:
       - Needs the DeviceTaintRule API (C(resource.k8s.io/v1beta2), else C(v1alpha3)); Kubernetes 1.36 serves it only
         with C(--runtime-config=resource.k8s.io/v1beta2=true) and the C(DRADeviceTaintRules) feature gate (beta, off
         by default). Without it the module fails before any write. Needs an account that may list ResourceSlices and
-        write DeviceTaintRules (the collection's ClusterRoles do not grant the latter).
+        write DeviceTaintRules (the rollout ClusterRole C(gpuops-gpu-rollout) grants both).
     type: bool
     default: false
   dra_taint_effect:
@@ -206,7 +206,9 @@ options:
 notes:
   - Needs RBAC C(list) and C(patch) on C(nodes), C(list) on C(pods), C(poddisruptionbudgets) and C(events),
     C(create) on C(pods/eviction) and C(events), C(get), C(create), C(update) and C(delete) on the
-    C(coordination.k8s.io) Lease C(gpuops-gpu-rollout) in the GPU operator namespace, C(list) on ClusterPolicies
+    C(coordination.k8s.io) Lease C(gpuops-gpu-rollout) in the GPU operator namespace, C(list) on ClusterPolicies;
+    with O(dra_device_taints) also C(list) on C(resourceslices) and C(get), C(list), C(create), C(update) and
+    C(delete) on C(devicetaintrules) (C(resource.k8s.io))
     (the rollout ClusterRole and Role C(gpuops-gpu-rollout) grant this; its admission policy admits the C(gpuops.gpu/gpu-health) annotation and the
     cordon).
 seealso:

@@ -19,7 +19,7 @@ option names, tests/unit/extensions/test_awx_argspec.py), for:
 | controller_notifications      | notification_template| all (messages: AWX-side Jinja; the vaulted URL, password)  |
 | controller_templates          | job_template         | those holding AWX-side Jinja, those the workflow and the   |
 |                               |                      | schedules run                                              |
-| controller_workflows          | workflow_job_template| the MIG workflow, with its workflow_nodes                  |
+| controller_workflows          | workflow_job_template| the MIG and upgrade workflows, with their workflow_nodes   |
 | controller_schedules          | schedule             | the nightly report and the nightly GPU health report       |
 
 The project is seeded in the stand-in (awx.awx.project waits for the project's SCM update, which needs AWX), as
@@ -58,7 +58,8 @@ PLAN = (('controller_credential_types', 'credential_type', None),
         ('controller_hosts', 'host', None),
         ('controller_notifications', 'notification_template', None),
         ('controller_templates', 'job_template', 'templates'),
-        ('controller_workflows', 'workflow_job_template', ['gpuops.gpu {cluster} mig workflow']),
+        ('controller_workflows', 'workflow_job_template', ['gpuops.gpu {cluster} mig workflow',
+                                                           'gpuops.gpu {cluster} upgrade workflow']),
         ('controller_schedules', 'schedule', ['gpuops.gpu {cluster} nightly report',
                                               'gpuops.gpu {cluster} nightly gpu health']))
 SECRET_LISTS = ('controller_credentials', 'controller_notifications')
@@ -125,16 +126,16 @@ def expected_objects():
         lists.update((k, intended(v, context)) for k, v in _load(name).items() if k.startswith('controller_'))
     chosen = dict((v, [n.format(cluster=context['gpuops_awx_cluster']) for n in names] if isinstance(names, list)
                    else names) for v, _m, names in PLAN)
-    workflow = next(w for w in lists['controller_workflows'] if w['name'] in chosen['controller_workflows'])
+    workflows = [w for w in lists['controller_workflows'] if w['name'] in chosen['controller_workflows']]
     schedules = [s for s in lists['controller_schedules'] if s['name'] in chosen['controller_schedules']]
-    chosen['controller_templates'] = templates_to_run(lists['controller_templates'], workflow, schedules)
+    chosen['controller_templates'] = templates_to_run(lists['controller_templates'], workflows, schedules)
     return dict((v, [o for o in lists[v] if names is None or o['name'] in names]) for v, names in chosen.items())
 
 
-def templates_to_run(templates, workflow, schedules=()):
-    """Job templates holding AWX-side Jinja (a '{{' left after templating), and those ``workflow`` and
+def templates_to_run(templates, workflows, schedules=()):
+    """Job templates holding AWX-side Jinja (a '{{' left after templating), and those ``workflows`` and
     ``schedules`` run."""
-    run = set(n['unified_job_template']['name'] for n in workflow['workflow_nodes']
+    run = set(n['unified_job_template']['name'] for w in workflows for n in w['workflow_nodes']
               if n['unified_job_template']['type'] == 'job_template')
     run.update(s['unified_job_template'] for s in schedules)
     return [t['name'] for t in templates if t['name'] in run or '{{' in json.dumps(t)]
@@ -277,8 +278,14 @@ def test_vaulted_values_only_in_their_credential_inputs(loaded):
 
 def test_the_workflow_nodes_as_the_yaml_says(loaded):
     awx, _rc, _output, expected = loaded
-    [(wanted, got)] = sent(awx, 'workflow_job_templates', expected['controller_workflows'])
-    assert not mismatches(awx, 'workflow_job_template', wanted, got)
+    pairs = sent(awx, 'workflow_job_templates', expected['controller_workflows'])
+    assert len(pairs) == 2
+    for wanted, got in pairs:
+        assert not mismatches(awx, 'workflow_job_template', wanted, got)
+        _nodes_as_the_yaml_says(awx, wanted, got)
+
+
+def _nodes_as_the_yaml_says(awx, wanted, got):
     nodes = dict((n['identifier'], n) for n in awx.objects['workflow_job_template_nodes']
                  if n['workflow_job_template'] == got['id'])
     ids = dict((n['id'], i) for i, n in nodes.items())
@@ -300,3 +307,58 @@ def test_the_workflow_nodes_as_the_yaml_says(loaded):
                 assert [awx.by_id('credentials', i)['name'] for i in linked] == [t['name'] for t in targets]
             else:
                 assert [ids[i] for i in linked] == [t['identifier'] for t in targets], (node['identifier'], link)
+
+
+def _graph(awx, workflow):
+    """{identifier: (job type or 'approval', template name, credentials, {link: [identifiers]})} of ``workflow``'s
+    nodes as AWX stores them."""
+    nodes = [n for n in awx.objects['workflow_job_template_nodes'] if n['workflow_job_template'] == workflow['id']]
+    ident = dict((n['id'], n['identifier']) for n in nodes)
+    out = {}
+    for node in nodes:
+        approval = awx.by_id('workflow_approval_templates', node['unified_job_template'])
+        template = approval or awx.by_id('job_templates', node['unified_job_template'])
+        edges = dict((link, [ident[i] for i in awx.linked(node, link)])
+                     for link in ('success_nodes', 'failure_nodes', 'always_nodes') if awx.linked(node, link))
+        out[node['identifier']] = ('approval' if approval else node['job_type'], template['name'],
+                                   [awx.by_id('credentials', i)['name'] for i in awx.linked(node, 'credentials')],
+                                   edges)
+    return out
+
+
+def test_the_upgrade_workflow_and_survey_as_loaded(loaded):
+    """The upgrade workflow as AWX would hold it: plan (check, --diff) -> approval -> apply -> validate -> report,
+    the upgrade jobs with the install account, a failed apply still reported; its template's survey."""
+    awx, _rc, _output, _expected = loaded
+    cluster = _load('settings.yml')['gpuops_awx_cluster']
+    workflow = awx.find('workflow_job_templates', 'gpuops.gpu %s upgrade workflow' % cluster)
+    assert (workflow['ask_inventory_on_launch'], workflow['ask_variables_on_launch']) == (False, True)
+    install, report = ['gpuops.gpu %s %s account' % (cluster, a) for a in ('install', 'report')]
+    assert _graph(awx, workflow) == {
+        'plan': ('check', 'gpuops.gpu upgrade', [install], {'success_nodes': ['approve']}),
+        'approve': ('approval', 'gpuops.gpu %s upgrade workflow approval' % cluster, [], {'success_nodes': ['apply']}),
+        'apply': ('run', 'gpuops.gpu upgrade', [install], {'success_nodes': ['validate'], 'failure_nodes': ['report']}),
+        'validate': ('run', 'gpuops.gpu validate', [install], {'always_nodes': ['report']}),
+        'report': ('run', 'gpuops.gpu report', [report], {})}
+    plan = next(n for n in awx.objects['workflow_job_template_nodes']
+                if n['workflow_job_template'] == workflow['id'] and n['identifier'] == 'plan')
+    assert plan['diff_mode'] is True
+    approval = awx.find('workflow_approval_templates', 'gpuops.gpu %s upgrade workflow approval' % cluster)
+    assert approval['timeout'] == 86400 and 'versions from -> to' in approval['description']
+    template = awx.find('job_templates', 'gpuops.gpu upgrade')
+    assert template['survey_enabled'] is True and template['playbook'] == 'playbooks/upgrade.yml'
+    questions = dict((q['variable'], q) for q in awx.specs[template['url']]['spec'])
+    assert list(questions) == [
+        'upgrade_method', 'upgrade_gpu_operator_csv', 'upgrade_nfd_csv', 'upgrade_gpu_operator_namespace',
+        'upgrade_gpu_operator_helm_chart_version', 'upgrade_nfd_helm_chart_version', 'upgrade_driver_version',
+        'upgrade_driver_repository', 'upgrade_driver_image', 'upgrade_driver_on_failure',
+        'upgrade_driver_state_timeout', 'upgrade_lock_timeout']
+    choices = dict((v, (q['choices'], q['default'])) for v, q in questions.items() if q['type'] == 'multiplechoice')
+    assert choices == {'upgrade_method': (['olm', 'helm'], 'olm'),
+                       'upgrade_driver_on_failure': (['stop', 'pause'], 'stop')}
+    assert [v for v, q in questions.items() if q['type'] == 'text' and q['default'] == ''] == [
+        'upgrade_gpu_operator_csv', 'upgrade_nfd_csv', 'upgrade_gpu_operator_helm_chart_version',
+        'upgrade_nfd_helm_chart_version', 'upgrade_driver_version', 'upgrade_driver_repository',
+        'upgrade_driver_image'], 'the defaults upgrade nothing'
+    timeout = questions['upgrade_driver_state_timeout']
+    assert (timeout['type'], timeout['default'], timeout['min'], timeout['max']) == ('integer', 900, 60, 86400)

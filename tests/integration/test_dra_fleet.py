@@ -18,6 +18,8 @@ import tempfile
 import pytest
 import yaml
 
+from kubernetes import client
+
 from ansible_run import run_play
 from conftest import REPO, create_namespace, wait_until
 
@@ -158,13 +160,21 @@ def allocated_devices(claims):
                 for c in claims.values() for r in c['status']['allocation']['devices']['results'])
 
 
-def test_gpu_nodes_info_shows_the_stack_and_the_devices(testbed, allocated):
+def test_gpu_nodes_info_shows_the_stack_and_the_devices(testbed, api_client, allocated):
     taken = allocated_devices(allocated)
     # the scheduler chose from the pool's newest generation: the whole GPU and one of the two MIG devices
     assert sorted(taken)[0] == (DRA_NODE, 'gpu-0') and len(taken) == 2
-    rc, results, raw = run_play(testbed.kubeconfig, [{'name': 'fleet', 'gpuops.gpu.gpu_nodes_info': {},
-                                                      'register': 'fleet'}])
+    rc, results, raw = run_play(testbed.kubeconfig, [
+        {'name': 'fleet', 'gpuops.gpu.gpu_nodes_info': {}, 'register': 'fleet'},
+        {'name': 'device taints', 'gpuops.gpu.gpu_health': {'dra_device_taints': True}, 'ignore_errors': True}])
     assert rc == 0, raw[-4000:]
+    # Kubernetes 1.36 serves resource.k8s.io/v1 only: DeviceTaintRule (v1beta2, v1alpha3) is off by default, and
+    # gpu_health refuses to quarantine device by device before it writes anything (test_gpu_health.py turns it on)
+    assert [v.version for g in client.ApisApi(api_client).get_api_versions().groups if g.name == 'resource.k8s.io'
+            for v in g.versions] == ['v1']
+    taints = results['device taints']
+    assert taints['failed'] and not taints['changed']
+    assert 'dra_device_taints needs the DeviceTaintRule API' in taints['msg']
     fleet = results['fleet']
     nodes = dict((n['name'], n) for n in fleet['nodes'])
     assert dict((n, nodes[n]['stack']) for n in (DRA_NODE, BOTH_NODE, PLUGIN_NODE)) == {

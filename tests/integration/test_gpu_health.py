@@ -17,18 +17,34 @@ import json
 import os
 import socket
 import subprocess
+import tempfile
 import time
 import urllib.parse
 import urllib.request
 
 import pytest
+import yaml
 
 from kubernetes import client
 
 from ansible_run import changed_tasks, facts_diff, node_facts, run_play, run_role
 from conftest import REPO, create_namespace, gpu_pod, read_lease, wait_until
+from dra_helpers import devices, helm_install, wait_pools, write_chart
 
-TESTBED_CONFIG = os.path.join(REPO, 'tests', 'testbed', 'configs', 'tiny.yaml')
+
+def _testbed_config():
+    """The small cluster with the DeviceTaintRule API on (beta and off by default in Kubernetes 1.36)."""
+    with open(os.path.join(REPO, 'tests', 'testbed', 'configs', 'tiny.yaml')) as f:
+        config = yaml.safe_load(f)
+    config['cluster'].update(feature_gates={'DRADeviceTaintRules': True},
+                             runtime_config=['resource.k8s.io/v1beta2=true'])
+    path = os.path.join(tempfile.mkdtemp(prefix='gpuops-gpu-health-'), 'gpu-health.yaml')
+    with open(path, 'w') as f:
+        yaml.safe_dump(config, f)
+    return path
+
+
+TESTBED_CONFIG = _testbed_config()
 BAD, GOOD = 'a100-0', 't4-0'
 UNHEALTHY = 'gpusim.gpuops.dev/unhealthy-gpus'
 ANN = 'gpuops.gpu/gpu-health'
@@ -223,17 +239,12 @@ def test_dcgm_xid_metrics_through_prometheus(testbed, core, exporter, prometheus
     rc, results, raw = run_play(kc, [
         health_task('dead', operator_ns, prometheus_url=dead),
         health_task('not prometheus', operator_ns, prometheus_url=exporter),
-        health_task('dra device taints', operator_ns, prometheus_url=prometheus, dra_device_taints=True),
         health_task('plan', operator_ns, check=True, prometheus_url=prometheus),
         health_task('plan every xid', operator_ns, check=True, prometheus_url=prometheus, ignored_xids=[])])
     assert results['dead']['failed'] and results['not prometheus']['failed'], raw[-3000:]
     assert 'prometheus_url %s: does not answer' % dead in results['dead']['msg']
     assert ('prometheus_url %s: not the Prometheus HTTP API: GET /api/v1/query answered HTTP 404' % exporter
             in results['not prometheus']['msg'])
-    # Kubernetes 1.36 serves resource.k8s.io/v1 only: DeviceTaintRule (v1beta2, v1alpha3) is off by default
-    assert [v.version for g in client.ApisApi(core.api_client).get_api_versions().groups
-            if g.name == 'resource.k8s.io' for v in g.versions] == ['v1']
-    assert 'dra_device_taints needs the DeviceTaintRule API' in results['dra device taints']['msg']
     assert not results['dead']['changed'] and facts_diff(before, node_facts(core)) == [], 'written before the check'
     plan, every = results['plan'], results['plan every xid']
     assert plan['unhealthy'] == [BAD] and plan['dcgm']['reporting'] == [BAD, GOOD] and plan['dcgm']['missing'] == []
@@ -259,3 +270,77 @@ def test_dcgm_xid_metrics_through_prometheus(testbed, core, exporter, prometheus
     assert [line for line in facts_diff(before, node_facts(core)) if not line.startswith(BAD)] == []
     for name in (BAD, GOOD):
         core.patch_node(name, {'metadata': {'annotations': {UNHEALTHY: None}}})
+
+
+def claim_pod(core, custom, ns, name, cel):
+    """A ResourceClaim for one device of a100-0 matching ``cel`` and a pod that uses it."""
+    custom.create_namespaced_custom_object('resource.k8s.io', 'v1', ns, 'resourceclaims', {
+        'apiVersion': 'resource.k8s.io/v1', 'kind': 'ResourceClaim', 'metadata': {'name': name},
+        'spec': {'devices': {'requests': [{'name': 'gpu', 'exactly': {
+            'deviceClassName': 'gpu.nvidia.com', 'selectors': [{'cel': {'expression': cel}}]}}]}}})
+    core.create_namespaced_pod(ns, {'apiVersion': 'v1', 'kind': 'Pod', 'metadata': {'name': name}, 'spec': {
+        'terminationGracePeriodSeconds': 0, 'nodeSelector': {'kubernetes.io/hostname': BAD},
+        'resourceClaims': [{'name': 'gpu', 'resourceClaimName': name}],
+        'containers': [{'name': 'cuda', 'image': 'cuda:12.4.0-base-ubi9', 'resources': {'claims': [{'name': 'gpu'}]}}]}})
+
+
+def allocated(custom, ns, name):
+    claim = custom.get_namespaced_custom_object('resource.k8s.io', 'v1', ns, 'resourceclaims', name)
+    return [r['device'] for r in (((claim.get('status') or {}).get('allocation') or {}).get('devices') or {}).get(
+        'results') or []]
+
+
+def test_dra_device_taint_rule_takes_only_the_bad_gpu_out_of_service(testbed, core, api_client, helm, prometheus,
+                                                                     operator_ns, tmp_path_factory):
+    """With NVIDIA's DRA driver (the stand-in chart; gpusim publishes a100-0's slice) beside the device plugin, the
+    GPU DCGM reports XID 79 for is quarantined alone: one DeviceTaintRule, no cordon, no drain; the real
+    kube-scheduler then allocates every GPU of the node but that one, and allocates it again after the return."""
+    custom = client.CustomObjectsApi(api_client)
+    kc = testbed.kubeconfig
+    assert 'v1beta2' in [v.version for g in client.ApisApi(api_client).get_api_versions().groups
+                         if g.name == 'resource.k8s.io' for v in g.versions]
+    helm_install(helm, kc, write_chart(tmp_path_factory.mktemp('chart')),
+                 {'kubeletPlugin': {'nodeSelector': {'kubernetes.io/hostname': BAD}}})
+    wait_pools(custom, [BAD])
+    uuid = devices(custom, BAD)['gpu-0']['attributes']['uuid']['string']
+    core.patch_node(BAD, {'metadata': {'annotations': {UNHEALTHY: '1:79'}}})
+    wait_until('XID 79 scraped', lambda: xid_seen(prometheus, BAD, 79), 30, 0.2)
+    before = node_facts(core)
+    rc, results, raw = run_play(kc, [
+        health_task('plan', operator_ns, check=True, prometheus_url=prometheus, dra_device_taints=True),
+        health_task('apply', operator_ns, prometheus_url=prometheus, dra_device_taints=True),
+        health_task('again', operator_ns, prometheus_url=prometheus, dra_device_taints=True)])
+    plan, apply, again = results['plan'], results['apply'], results['again']
+    assert not plan.get('failed') and not apply.get('failed'), raw[-4000:]
+    rule = 'gpuops-gpu-health-%s-gpu-0' % BAD
+    [action] = apply['actions']
+    assert (action['node'], action['action'], action['mode'], action['device_taint_rules']) == (
+        BAD, 'quarantine', 'devices', [rule])
+    assert [(a['node'], a['mode']) for a in plan['actions']] == [(BAD, 'devices')]
+    assert apply['changed'] and not again['changed'], raw[-4000:]
+    assert not core.read_node(BAD).spec.unschedulable, 'a device quarantine does not cordon the node'
+    rules = custom.list_cluster_custom_object('resource.k8s.io', 'v1beta2', 'devicetaintrules')['items']
+    assert [(r['metadata']['name'], r['spec']['deviceSelector'], r['spec']['taint']['key'],
+             r['spec']['taint']['effect']) for r in rules] == [
+        (rule, {'driver': 'gpu.nvidia.com', 'pool': BAD, 'device': 'gpu-0'}, 'gpuops.gpu/gpu-unhealthy', 'NoSchedule')]
+    assert [line for line in facts_diff(before, node_facts(core)) if not line.startswith(BAD + ' annotation')] == []
+
+    ns = create_namespace(core, 'gpu-health-dra')
+    claim_pod(core, custom, ns, 'any', "device.attributes['gpu.nvidia.com'].type == 'gpu'")
+    wait_until('the claim "any" allocated', lambda: allocated(custom, ns, 'any'), 60, 0.2)
+    assert allocated(custom, ns, 'any') != ['gpu-0']
+    claim_pod(core, custom, ns, 'bad', "device.attributes['gpu.nvidia.com'].uuid == '%s'" % uuid)
+    time.sleep(5)   # the scheduler has tried (and retries on every slice or rule change)
+    assert allocated(custom, ns, 'bad') == [] and core.read_namespaced_pod('bad', ns).spec.node_name is None
+
+    core.patch_node(BAD, {'metadata': {'annotations': {UNHEALTHY: '1:13'}}})   # repaired: an application XID now
+    wait_until('%s repaired' % BAD, lambda: allocatable(core, BAD) == '8' and xid_seen(prometheus, BAD, 13), 30, 0.2)
+    rc, results, raw = run_play(kc, [health_task('return', operator_ns, policy='return', prometheus_url=prometheus,
+                                                 dra_device_taints=True)])
+    back = results['return']
+    assert [(a['node'], a['action'], a['deleted_device_taint_rules']) for a in back['actions']] == [
+        (BAD, 'return', [rule])], raw[-4000:]
+    assert custom.list_cluster_custom_object('resource.k8s.io', 'v1beta2', 'devicetaintrules')['items'] == []
+    wait_until('the claim "bad" allocated gpu-0 after the return', lambda: allocated(custom, ns, 'bad') == ['gpu-0'],
+               60, 0.2)
+    core.patch_node(BAD, {'metadata': {'annotations': {UNHEALTHY: None}}})

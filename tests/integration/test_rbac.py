@@ -221,6 +221,58 @@ def test_same_account_is_refused_through_ansible(testbed, token, cluster_policy)
     assert 'may change only spec.mig.strategy' in json.dumps(results['driver image']), raw[-3000:]
 
 
+def _can_i(authz, user, verb, resource, group=''):
+    """``kubectl auth can-i`` as an admin asks it for ``user``: a SubjectAccessReview, judged by the API's own
+    RBAC authorizer (it answers for resources the cluster does not serve, DeviceTaintRule among them)."""
+    review = authz.create_subject_access_review(client.V1SubjectAccessReview(spec=client.V1SubjectAccessReviewSpec(
+        user=user, groups=['system:authenticated'] + (['system:serviceaccounts'] if ':serviceaccount:' in user else []),
+        resource_attributes=client.V1ResourceAttributes(group=group, resource=resource, verb=verb))))
+    return review.status.allowed
+
+
+REPORT_USER = 'gpuops-test-report'
+READ = ('get', 'list', 'watch')
+
+
+@pytest.fixture(scope='module')
+def report_user(api_client, applied):
+    """A user bound to gpuops-gpu-report only (unlabelled: not one of the role's objects), removed after."""
+    rbac = client.RbacAuthorizationV1Api(api_client)
+    rbac.create_cluster_role_binding(client.V1ClusterRoleBinding(
+        metadata={'name': REPORT_USER}, role_ref=client.V1RoleRef(
+            api_group='rbac.authorization.k8s.io', kind='ClusterRole', name='gpuops-gpu-report'),
+        subjects=[client.RbacV1Subject(kind='User', name=REPORT_USER, api_group='rbac.authorization.k8s.io')]))
+    yield REPORT_USER
+    rbac.delete_cluster_role_binding(REPORT_USER)
+
+
+def test_accounts_hold_the_dra_permissions_their_jobs_use(api_client, applied, report_user):
+    """DRA and quotas as the jobs use them: the rollout account reads ResourceQuotas (MIG from demand), the driver's
+    ResourceSlices and the ResourceClaims (gpu_nodes_info's DRA view), and writes gpu_health's DeviceTaintRules but no
+    other DRA object; the report account only reads slices and claims."""
+    authz = client.AuthorizationV1Api(api_client)
+    rollout = 'system:serviceaccount:%s:%s' % (SA_NS, SA)
+    group = 'resource.k8s.io'
+    asked = {}
+    for verb in READ:
+        for who in (rollout, report_user):
+            asked[(who, verb, 'resourceslices')] = True
+            asked[(who, verb, 'resourceclaims')] = True
+        asked[(rollout, verb, 'resourcequotas')] = True
+        asked[(report_user, verb, 'resourcequotas')] = False
+    for verb in ('get', 'list', 'create', 'update', 'delete'):
+        asked[(rollout, verb, 'devicetaintrules')] = True
+        asked[(report_user, verb, 'devicetaintrules')] = False
+    for verb in ('patch', 'deletecollection'):
+        asked[(rollout, verb, 'devicetaintrules')] = False
+    for resource in ('resourceslices', 'resourceclaims', 'resourceclaimtemplates', 'deviceclasses', 'resourcequotas'):
+        for verb in ('create', 'update', 'patch', 'delete'):
+            asked[(rollout, verb, resource)] = asked[(report_user, verb, resource)] = False
+    answers = dict((key, _can_i(authz, key[0], key[1], key[2], '' if key[2] == 'resourcequotas' else group))
+                   for key in asked)
+    assert answers == asked, sorted(key for key in asked if answers[key] != asked[key])
+
+
 # -------------------------------------------------- what RBAC cannot narrow: the rollout's admission policies
 
 POLICY = 'gpu-cluster-policy'

@@ -8,6 +8,7 @@ way: installed pinned to the first CSV of its `stable` channel (nfd.4.18.0-20250
 
 import datetime
 import os
+import time
 
 import pytest
 from kubernetes import client
@@ -292,6 +293,31 @@ def driver_snapshot(custom, core):
                 label_selector='app=nvidia-driver-daemonset').items))
 
 
+WAKE = 'gpuops.dev/wake-upgrade-controller'
+
+
+def wait_for_upgrade_controller(core, what, done, pods, timeout):
+    """Wait for ``done()`` where only the operator's upgrade controller can get there: it reconciles on a node label
+    change, a ClusterPolicy or driver DaemonSet generation change and every 2 minutes (docs/facts.md), not when a
+    driver pod appears. On a real node GPU feature discovery starts after the driver and labels the node, which wakes
+    it; here GFD's labels are there before the driver pods. So once ``pods()`` (the driver pods, by node) has one per
+    GPU node, a label change on a GPU node wakes the controller (again every 5 s while nothing is done); the label is
+    removed at the end."""
+    woken = [0.0]
+
+    def check():
+        if done():
+            return True
+        if len(pods()) == len(GPU_NODES) and time.monotonic() - woken[0] > 5:
+            core.patch_node(GPU_NODES[0], {'metadata': {'labels': {WAKE: str(int(time.time() * 1000))}}})
+            woken[0] = time.monotonic()
+        return False
+    try:
+        conftest.wait_until(what, check, timeout)
+    finally:
+        core.patch_node(GPU_NODES[0], {'metadata': {'labels': {WAKE: None}}})
+
+
 def set_pdb(api_client, present):
     """The PodDisruptionBudget that keeps the GPU workload on t4-0 from being evicted (minAvailable 1)."""
     policy = client.PolicyV1Api(api_client)
@@ -305,11 +331,12 @@ def set_pdb(api_client, present):
 
 
 @pytest.fixture(scope='module')
-def gpu_workload(testbed, nfd_installed, core, api_client):
+def gpu_workload(testbed, nfd_installed, core, api_client, operator_ns):
     """A GPU Deployment pinned to t4-0 (what the operator deletes there before it replaces the driver), every GPU
     node upgrade-done on the driver OLM pinned (autoUpgrade is on since test_upgrade_approves_...)."""
-    conftest.wait_until('both GPU nodes upgrade-done', lambda: [s for s, _c, _p in driver_state(core).values()] == [
-        'upgrade-done'] * 2, 180)
+    wait_for_upgrade_controller(core, 'both GPU nodes upgrade-done', lambda: [
+        s for s, _c, _p in driver_state(core).values()] == ['upgrade-done'] * 2, lambda: driver_pods(
+            core, operator_ns), 180)
     core.create_namespace({'metadata': {'name': TEAM}})
     client.AppsV1Api(api_client).create_namespaced_deployment(TEAM, {
         'metadata': {'name': 'train'}, 'spec': {
@@ -431,6 +458,8 @@ def test_driver_failure_is_held_with_its_reason_paused_and_resumed(
         conftest.wait_until('the operator to drop its state labels', lambda: all(
             s is None for s, _c, _p in driver_state(core).values()), 60)
         assert driver_state(core)['t4-0'] == (None, True, 'true')
+        # the mark is also a label: its removal with the uncordon wakes the operator for the next node
+        assert core.read_node('t4-0').metadata.labels.get(PAUSED) == 'true'
     finally:
         set_pdb(api_client, False)
     rc, results, raw = run_play(testbed.kubeconfig, ROLE, vars=variables)
@@ -438,6 +467,7 @@ def test_driver_failure_is_held_with_its_reason_paused_and_resumed(
     assert 'resuming after a pause: t4-0' in raw and 't4-0: uncordoned' in raw, raw[:6000]
     assert at_driver(core, operator_ns, DRIVER_2), (driver_state(core), driver_pods(
         core, operator_ns))
+    assert PAUSED not in core.read_node('t4-0').metadata.labels
     assert custom.get_cluster_custom_object(*CP, POLICY_NAME)['spec']['driver']['upgradePolicy']['autoUpgrade'] is True
     assert results[SUMMARY]['msg'][-1] == 'done %d, held 0, gone 0, not started 0' % len(results[DRIVER_TASK]['nodes'])
 
@@ -512,8 +542,8 @@ def driver_pools(testbed, gpu_workload, core, operator_ns):
                      'nodeSelector': {'gpuops.dev/pool': pool}}})
     custom.patch_cluster_custom_object(*CP, POLICY_NAME, {'spec': {'driver': {'useNvidiaDriverCRD': True}}})
     try:
-        conftest.wait_until('the pools\' driver pods ready on %s' % DRIVER_3, lambda: pools_at(
-            core, operator_ns, DRIVER_3), 180)
+        wait_for_upgrade_controller(core, 'the pools\' driver pods ready on %s' % DRIVER_3, lambda: pools_at(
+            core, operator_ns, DRIVER_3), lambda: pool_driver_pods(core, operator_ns), 180)
         yield custom
     finally:
         for pool in ('inference', 'training'):

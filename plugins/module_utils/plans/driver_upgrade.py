@@ -34,8 +34,12 @@ LABEL_SKIP = 'nvidia.com/gpu-driver-upgrade.skip'
 LABEL_DRAIN_SKIP = 'nvidia.com/gpu-driver-upgrade-drain.skip'
 ANN_INITIAL_UNSCHEDULABLE = 'nvidia.com/gpu-driver-upgrade.node-initial-state.unschedulable'
 # set by this collection when it paused the operator's upgrades (autoUpgrade false) on a node the operator had
-# cordoned: the operator then takes the node for one a user cordoned and leaves it cordoned at the end
+# cordoned: the operator then takes the node for one a user cordoned and leaves it cordoned at the end. The mark is
+# an annotation (what is read) and a label of the same key: removing the label with the uncordon is a node label
+# change, which wakes the operator's upgrade controller (it watches node labels, not cordons), so the next node gets
+# the slot the cordon held at once rather than at the controller's 2-minute requeue (docs/facts.md)
 ANN_PAUSED_CORDONED = 'gpuops.gpu/driver-upgrade-paused'
+LABEL_PAUSED_CORDONED = ANN_PAUSED_CORDONED
 DRIVER_POD_LABEL = ('app', 'nvidia-driver-daemonset')
 # the driver pods of the DaemonSets of NVIDIADriver objects (plans/driver_pools.py)
 COMPONENT_LABEL = ('app.kubernetes.io/component', 'nvidia-driver')

@@ -20,7 +20,7 @@ import time
 
 from ansible_collections.gpuops.gpu.plugins.module_utils.common.errors import InputError, RolloutFailed
 from ansible_collections.gpuops.gpu.plugins.module_utils.common.names import NVIDIA_DRIVER
-from ansible_collections.gpuops.gpu.plugins.module_utils.common.objects import meta_of, name_of
+from ansible_collections.gpuops.gpu.plugins.module_utils.common.objects import labels_of, meta_of, name_of
 from ansible_collections.gpuops.gpu.plugins.module_utils.gpu.node import pod_key
 from ansible_collections.gpuops.gpu.plugins.module_utils.k8s.runner import ModuleRun
 from ansible_collections.gpuops.gpu.plugins.module_utils.ops import cluster_policy as ops_cp
@@ -109,7 +109,8 @@ class DriverUpgradeRun(ModuleRun):
         """The documented switch: autoUpgrade false. Marks first the nodes the operator cordoned for the upgrade
         (it removes every state label then, and would take them for nodes a user cordoned)."""
         for node in du.paused_annotations(nodes):
-            self.api.patch_node(node, {'metadata': {'annotations': {du.ANN_PAUSED_CORDONED: 'true'}}})
+            self.api.patch_node(node, {'metadata': {'annotations': {du.ANN_PAUSED_CORDONED: 'true'},
+                                                    'labels': {du.LABEL_PAUSED_CORDONED: 'true'}}})
         self.patch_policy(name, {'driver': {'upgradePolicy': {'autoUpgrade': False}}})
 
     def retry(self, node, pod, st):
@@ -138,8 +139,11 @@ class DriverUpgradeRun(ModuleRun):
 
     def uncordon_paused(self, node):
         """A node this collection marked when it paused the upgrade: the operator has finished it; uncordon it
-        (only while it is still cordoned) and drop the mark."""
+        (only while it is still cordoned) and drop the mark: removing its label wakes the operator, which gives the
+        slot the cordon held to the next node at once."""
         patch = {'metadata': {'annotations': {du.ANN_PAUSED_CORDONED: None}}}
+        if du.LABEL_PAUSED_CORDONED in labels_of(node):
+            patch['metadata']['labels'] = {du.LABEL_PAUSED_CORDONED: None}
         if (node.get('spec') or {}).get('unschedulable'):
             patch['spec'] = {'unschedulable': False}
         self.api.patch_node(name_of(node), patch)

@@ -33,6 +33,18 @@ def grace_seconds(cfg: dict) -> int:
     return max(60, lease_seconds(cfg) + 20)
 
 
+def gate_flags(cfg: dict, runtime_config: bool = False) -> list:
+    """cluster.feature_gates ({gate: bool}) as --feature-gates (apiserver, controller-manager, scheduler) and, for
+    the apiserver, cluster.runtime_config ([group/version[/resource]=true, ...]) as --runtime-config."""
+    cluster = cfg.get("cluster") or {}
+    gates = cluster.get("feature_gates") or {}
+    out = ["--feature-gates=" + ",".join("%s=%s" % (k, str(bool(v)).lower()) for k, v in sorted(gates.items()))
+           ] if gates else []
+    if runtime_config and cluster.get("runtime_config"):
+        out.append("--runtime-config=" + ",".join(cluster["runtime_config"]))
+    return out
+
+
 def etcd(up) -> list:
     url, peer = up.etcd_url, f"http://127.0.0.1:{up.ports['etcd_peer']}"
     return [
@@ -67,7 +79,7 @@ def kube_apiserver(up) -> list:
         "--max-requests-inflight=0", "--max-mutating-requests-inflight=0",
         "--enable-priority-and-fairness=false",
         "--profiling=false", "--event-ttl=30m", "--v=1",
-    ]
+    ] + gate_flags(up.cfg, runtime_config=True)
 
 
 def kube_controller_manager(up) -> list:
@@ -83,7 +95,7 @@ def kube_controller_manager(up) -> list:
         "--concurrent-daemonset-syncs=8", "--concurrent-deployment-syncs=8",
         "--concurrent-replicaset-syncs=8", "--concurrent-gc-syncs=40",
         f"--node-monitor-grace-period={grace_seconds(up.cfg)}s", "--v=1",
-    ]
+    ] + gate_flags(up.cfg)
 
 
 def kube_scheduler(up) -> list:
@@ -99,7 +111,7 @@ def kube_scheduler(up) -> list:
         up.bin("kube-scheduler"), f"--config={sched_cfg}",
         f"--authentication-kubeconfig={kc}", f"--authorization-kubeconfig={kc}",
         "--bind-address=127.0.0.1", f"--secure-port={up.ports['scheduler']}", ALWAYS_ALLOW, "--v=1",
-    ]
+    ] + gate_flags(up.cfg)
 
 
 def kwok(up) -> list:

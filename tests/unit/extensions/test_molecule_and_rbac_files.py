@@ -15,6 +15,8 @@ import pytest
 import yaml
 
 from ansible_collections.gpuops.gpu.plugins.module_utils.common import names
+from ansible_collections.gpuops.gpu.plugins.module_utils.gpu import dra
+from ansible_collections.gpuops.gpu.plugins.module_utils.plans import gpu_health_dra
 from ansible_collections.gpuops.gpu.plugins.module_utils.plans.rbac import OPERATOR_NAMESPACE
 
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..', '..'))
@@ -68,7 +70,9 @@ def test_rollout_role_is_least_privilege():
             assert verb in ('get', 'list', 'watch'), 'cluster-wide pods may only be read (evictions respect PDBs)'
         if verb in ('create', 'delete', 'update', 'patch', 'deletecollection'):
             assert (resource, verb) in (('pods/eviction', 'create'), ('events', 'create'), ('nodes', 'patch'),
-                                        ('clusterpolicies', 'patch')), (resource, verb)
+                                        ('clusterpolicies', 'patch'), ('devicetaintrules', 'create'),
+                                        ('devicetaintrules', 'update'), ('devicetaintrules', 'delete')), \
+                (resource, verb)
     # namespaces: only kube-system read by name (the cluster's identity, gpuops.gpu.plan_approval)
     assert [(r['verbs'], r.get('resourceNames')) for r in cluster if 'namespaces' in r['resources']] == [
         (['get'], ['kube-system'])]
@@ -78,6 +82,34 @@ def test_rollout_role_is_least_privilege():
     assert [r['verbs'] for r in leases if not r.get('resourceNames')] == [['create']]  # the rest: the lock's name only
     assert all(r['resourceNames'] == ['gpuops-gpu-rollout'] for r in leases if r['verbs'] != ['create'])
     assert _load(os.path.join(RBAC, 'gpuops-gpu-rollout-namespace.yml'))['kind'] == 'Role'
+
+
+def _granted(name):
+    return set((g, r, v) for rule in _rules(name) if not rule.get('resourceNames')
+               for g in rule['apiGroups'] for r in rule['resources'] for v in rule['verbs'])
+
+
+def test_roles_grant_the_dra_resources_the_code_reads_and_writes():
+    """The DRA rules name the group and resources of the code: the report and rollout accounts read the driver's
+    ResourceSlices and the ResourceClaims (gpu_nodes_info's DRA view), the rollout account reads ResourceQuotas
+    (MIG from demand) and writes gpu_health's DeviceTaintRules, the install account writes the dra role's
+    DeviceClasses, ResourceClaimTemplates and quotas."""
+    group, reads = dra.API_GROUP, ('get', 'list', 'watch')
+    assert gpu_health_dra.GROUP == group
+    for role in ('gpuops-gpu-report.yml', 'gpuops-gpu-rollout.yml'):
+        granted = _granted(role)
+        assert set((group, r, v) for r in (dra.RESOURCE_SLICES, dra.RESOURCE_CLAIMS) for v in reads) <= granted, role
+        writes = set((g, r, v) for g, r, v in granted if g == group and v not in reads)
+        assert writes == (set((group, gpu_health_dra.RULES, v) for v in ('create', 'update', 'delete'))
+                          if role == 'gpuops-gpu-rollout.yml' else set()), role
+    rollout = _granted('gpuops-gpu-rollout.yml')
+    assert set(('', 'resourcequotas', v) for v in reads) <= rollout
+    assert set((group, gpu_health_dra.RULES, v) for v in ('get', 'list')) <= rollout
+    assert not [g for g, r, v in rollout if r == 'resourcequotas' and v not in reads]
+    install = _granted('gpuops-gpu-install.yml')
+    for resource in ('deviceclasses', 'resourceclaimtemplates', dra.RESOURCE_CLAIMS):
+        assert (group, resource, '*') in install, resource
+    assert ('', 'resourcequotas', '*') in install
 
 
 def test_report_role_is_read_only():

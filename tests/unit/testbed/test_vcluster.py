@@ -118,3 +118,15 @@ def test_transient_failures_are_sent_again_up_to_retries(monkeypatch):
 def test_node_leases_grow_past_1000_nodes(counts, lease, grace):
     cfg = {"node_groups": [{"name": "g%d" % i, "count": c} for i, c in enumerate(counts)]}
     assert components.lease_seconds(cfg) == lease and components.grace_seconds(cfg) == grace
+
+
+@pytest.mark.parametrize('cluster, apiserver, others', [
+    ({}, [], []),
+    ({'feature_gates': {'DRADeviceTaintRules': True, 'B': False}, 'runtime_config': ['resource.k8s.io/v1beta2=true']},
+     ['--feature-gates=B=false,DRADeviceTaintRules=true', '--runtime-config=resource.k8s.io/v1beta2=true'],
+     ['--feature-gates=B=false,DRADeviceTaintRules=true']),
+])
+def test_feature_gates_reach_the_control_plane(cluster, apiserver, others):
+    cfg = {'cluster': cluster}
+    assert components.gate_flags(cfg, runtime_config=True) == apiserver
+    assert components.gate_flags(cfg) == others
