@@ -56,11 +56,13 @@ def sh(cmd, env=None, check=True):
     return subprocess.run(cmd, env=env, check=check, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
 
 
-def cluster(name, nodes, seconds):
+def cluster(name, nodes, seconds, simulation=None):
+    """Bring up the virtual cluster ``name``: ``nodes`` A100 nodes (one group), MIG reconfiguration ``seconds``,
+    more ``simulation`` settings (docs/testbed.md); returns (kubeconfig, seconds it took)."""
     cfg = {'cluster': {'gpu_operator': False, 'gpusim': True},
            'node_groups': [{'name': 'a100', 'count': nodes, 'gpu_product': 'NVIDIA-A100-SXM4-40GB',
                             'gpus_per_node': 8, 'labels': {'gpuops.dev/pool': 'bench'}}],
-           'simulation': {'mig_reconfigure_seconds': seconds}}
+           'simulation': dict({'mig_reconfigure_seconds': seconds}, **(simulation or {}))}
     path = os.path.join(tempfile.mkdtemp(), 'bench.yaml')
     with open(path, 'w') as handle:
         yaml.safe_dump(cfg, handle)

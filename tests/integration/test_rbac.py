@@ -17,6 +17,7 @@ import yaml
 from kubernetes import client
 
 from ansible_collections.gpuops.gpu.plugins.module_utils.common import names
+from ansible_collections.gpuops.gpu.plugins.module_utils.gpu import dra
 from ansible_collections.gpuops.gpu.plugins.module_utils.rollout.sharing_kind import ANN_HASH
 from ansible_run import run_play, run_role
 from cluster_policy_example import clusterpolicy_example
@@ -385,6 +386,8 @@ def _rollout_node_writes():
             'labels': {names.LABEL_MIG_CONFIG: 'all-1g.5gb', names.LABEL_MIG_STATE: None},
             'annotations': {names.ANN_ROLLOUT_PHASE: 'labelled', names.ANN_ROLLOUT_UPDATED: now}}},
         'device-plugin config label': {'metadata': {'labels': {names.LABEL_DP_CONFIG: 'ts'}}},
+        'DRA cutover to dra': {'metadata': {'labels': {dra.DEVICE_PLUGIN_DEPLOY_LABEL: 'false', dra.DRA_NODE_LABEL: 'true'}}},
+        'DRA cutover back': {'metadata': {'labels': {dra.DEVICE_PLUGIN_DEPLOY_LABEL: 'true', dra.DRA_NODE_LABEL: None}}},
         'device-plugin restart record': {'metadata': {'annotations': {ANN_HASH: 'abc123'}}},
         'failure reason': {'metadata': {'annotations': {names.ANN_ROLLOUT_PHASE: 'failed',
                                                         names.ANN_ROLLOUT_REASON: 'stuck after 90s'}}},
@@ -411,6 +414,9 @@ def test_rollout_account_may_patch_only_gpu_nodes_and_only_the_rollout_fields(sa
             'the GPU product label': {'metadata': {'labels': {names.LABEL_PRODUCT: 'NVIDIA-H100-80GB-HBM3'}}},
             'remove nvidia.com/gpu.present': {'metadata': {'labels': {names.LABEL_PRESENT: None}}},
             'an operand switch label': {'metadata': {'labels': {names.DEPLOY_LABEL_PREFIX + 'driver': 'false'}}},
+            'the device-plugin switch to another value': {'metadata': {'labels': {
+                dra.DEVICE_PLUGIN_DEPLOY_LABEL: 'paused-for-mig-change'}}},
+            'the DRA switch to false': {'metadata': {'labels': {dra.DRA_NODE_LABEL: 'false'}}},
             'the workload config label': {'metadata': {'labels': {names.LABEL_WORKLOAD_CONFIG: 'vm-passthrough'}}},
             'a taint': {'spec': {'taints': [{'key': 'example.com/mine', 'effect': 'NoSchedule'}]}},
             'another annotation': {'metadata': {'annotations': {'example.com/note': 'x'}}},
@@ -420,6 +426,7 @@ def test_rollout_account_may_patch_only_gpu_nodes_and_only_the_rollout_fields(sa
         refused['GPU node: ' + what] = _dry(sa.patch_node, gpu_node, body)
     assert _verdicts(refused, policy) == dict((what, 'refused by ' + policy) for what in refused)
     assert 'example.com/team' in refused['GPU node: any label'][1], 'the message names what may not change'
+    assert 'may set gpuops.gpu/dra-kubelet-plugin only to true' in refused['GPU node: the DRA switch to false'][1]
     # the policies are not the account's to remove
     admission = client.AdmissionregistrationV1Api(sa_client)
     assert _status(lambda: admission.delete_validating_admission_policy(policy)) == 403

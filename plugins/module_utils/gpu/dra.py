@@ -35,6 +35,9 @@ EXTENDED_RESOURCE = 'nvidia.com/gpu'
 DEPLOY_LABELS = ('nvidia.com/gpu.deploy.dra-driver', 'nvidia.com/gpu.deploy.dra-validator',
                  'nvidia.com/gpu.deploy.dcgm-dra', 'nvidia.com/gpu.deploy.dcgm-exporter-dra')
 DEVICE_PLUGIN_DEPLOY_LABEL = 'nvidia.com/gpu.deploy.device-plugin'
+# The node label that places NVIDIA's standalone DRA kubelet plugin on a node (the dra role installs the driver's
+# chart with kubeletPlugin.nodeSelector on it, and a node-by-node cutover sets it), value 'true'.
+DRA_NODE_LABEL = 'gpuops.gpu/dra-kubelet-plugin'
 
 # What the fleet view reads (gpu/dra_fleet.py): the plurals of the two lists and the field selector of the
 # ResourceSlice list.
@@ -57,6 +60,12 @@ TIME_SLICING = 'TimeSlicing'
 MPS = 'MPS'
 SHARING_STRATEGIES = (TIME_SLICING, MPS)
 STRATEGY_GATES = {TIME_SLICING: 'TimeSlicingSettings', MPS: 'MPSSupport'}
+# Every feature gate the driver knows (pkg/featuregates/featuregates.go on main, a superset of v25.12.0's); the
+# driver refuses to start with any other name in FEATURE_GATES (docs/facts.md "The GPU operator's GPUCluster").
+FEATURE_GATES = ('TimeSlicingSettings', 'MPSSupport', 'IMEXDaemonsWithDNSNames', 'PassthroughSupport',
+                 'NVMLDeviceHealthCheck', 'DynamicMIG', 'ComputeDomainCliques', 'CrashOnNVLinkFabricErrors',
+                 'DeviceMetadata', 'FabricManagerPartitioning', 'HostManagedIMEXDaemon', 'DRAListTypeAttributes',
+                 'ConsumableShares')
 # timeSlicingConfig.interval (sharing.go)
 TIME_SLICE_INTERVALS = ('Default', 'Short', 'Medium', 'Long')
 # mpsConfig.defaultActiveThreadPercentage bounds (validate.go)

@@ -71,7 +71,8 @@ def _str_setting(value, path):
     return errors
 
 
-def _image_errors(value, path):
+def image_name_errors(value, path):
+    """Why ``value`` is not an image name alone (the CRDs' pattern: no registry, no tag)."""
     errors = string_errors(value, path)
     if not errors and value and not _IMAGE_NAME.match(value):
         errors.append("%s '%s' must be an image name only (letters, digits, '-'); the registry goes in the "
@@ -99,7 +100,7 @@ def _name_errors(value, path):
 _SETTING_CHECKS = {
     'version': _str_setting,
     'repository': string_errors,
-    'image': _image_errors,
+    'image': image_name_errors,
     'kernel_module_type': one_of(*KERNEL_MODULE_TYPES),
     'use_precompiled': bool_errors,
     'rdma_enabled': bool_errors,

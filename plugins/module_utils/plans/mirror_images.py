@@ -28,6 +28,8 @@ from ansible_collections.gpuops.gpu.plugins.module_utils.common import image_ref
 COLLECTION_IMAGES = (
     ('smoke_test', 'smoke_test_image', 'nvcr.io/nvidia/k8s/cuda-sample:vectoradd-cuda12.5.0-ubuntu22.04'),
     ('smoke_test', 'smoke_test_load_image', ''),
+    # NVIDIA's DRA driver (dra role, part driver): the image its chart runs, given to the chart as image.repository/tag
+    ('dra', 'dra_driver_image', 'registry.k8s.io/dra-driver-nvidia/dra-driver-nvidia-gpu:v0.4.1'),
 )
 
 # Helm charts the roles install (their images are the chart's): role, the chart variables, their defaults,
@@ -38,6 +40,9 @@ COLLECTION_CHARTS = (
     {'role': 'gpu_operator', 'ref': ('gpu_operator_helm_chart_ref', ''),
      'repo_url': ('gpu_operator_helm_chart_repo_url', ''), 'version': ('gpu_operator_helm_chart_version', ''),
      'switch': ('gpu_operator_install_method', 'helm')},
+    # NVIDIA's DRA driver chart (dra role, part driver); an oci:// chart is listed as an image
+    {'role': 'dra', 'ref': ('dra_driver_chart_ref', 'oci://registry.k8s.io/dra-driver-nvidia/charts/dra-driver-nvidia-gpu'),
+     'repo_url': ('dra_driver_chart_repo_url', ''), 'version': ('dra_driver_chart_version', '0.4.1'), 'switch': None},
     {'role': 'hami', 'ref': ('hami_chart_ref', ''), 'repo_url': ('hami_chart_repo_url', ''),
      'version': ('hami_chart_version', ''), 'switch': None},
     {'role': 'monitoring', 'ref': ('monitoring_console_plugin_chart_ref', 'console-plugin-nvidia-gpu'),

@@ -18,6 +18,9 @@ with the HTTP status and the apiserver's own message, into the one line the user
 The fence: while a rollout holds the rollout lock, ``fence`` is the lock's (rollout/lock.py
 RolloutLock.fence) and every write here (node patches, evictions, pod deletions) calls it first, so no
 write leaves once the lease is another run's. Events are not fenced: they describe, they change nothing.
+
+``SliceReader``: the ResourceSlices of NVIDIA's DRA driver by node, for the kinds that wait for a node's devices
+(the DRA cutover, a MIG change on a DRA node).
 """
 
 from __future__ import (absolute_import, division, print_function)
@@ -25,13 +28,18 @@ __metaclass__ = type
 
 import datetime
 import threading
+import time
 from concurrent.futures import ThreadPoolExecutor
 
 from ansible_collections.gpuops.gpu.plugins.module_utils.common.objects import meta_of, name_of
+from ansible_collections.gpuops.gpu.plugins.module_utils.gpu import dra
+from ansible_collections.gpuops.gpu.plugins.module_utils.gpu.dra_fleet import current_slices
+from ansible_collections.gpuops.gpu.plugins.module_utils.ops.inventory import Lister
 from ansible_collections.gpuops.gpu.plugins.module_utils.k8s.client import transport_words
 from ansible_collections.gpuops.gpu.plugins.module_utils.common.errors import api_error_message, status_of
 
 EVENT_SOURCE = 'gpuops.gpu'
+_SLICE_GROUP, _SLICE_VERSION = dra.API_VERSION.split('/')
 FENCE_CALL = 'renew the rollout lock'  # gpuops_call of an error of the fence's renewal
 
 
@@ -204,3 +212,36 @@ class RolloutApi(object):
         if self._events is not None:
             self._events.shutdown(wait=wait, cancel_futures=not wait)
             self._events = None
+
+
+class SliceReader(object):
+    """The driver's current ResourceSlices by node, one list call shared by every node read within ``ttl``
+    seconds (the engine asks for each node of a batch on each tick)."""
+
+    def __init__(self, conn, ttl=0.5):
+        self.conn = conn
+        self.ttl = ttl
+        self._lock = threading.Lock()
+        self._read = None
+        self._by_node = {}
+
+    def list(self):
+        """The driver's slices; 404 when ``resource.k8s.io/v1`` is not served, 403 when they may not be listed."""
+        return Lister(self.conn).list(self.conn.custom.list_cluster_custom_object, 'ResourceSlices',
+                                      missing=(403, 404), group=_SLICE_GROUP, version=_SLICE_VERSION,
+                                      plural=dra.RESOURCE_SLICES,
+                                      field_selector='%s=%s' % (dra.SLICE_DRIVER_FIELD, dra.DRIVER))
+
+    def fill(self, slices):
+        by_node = {}
+        for item in current_slices(slices if isinstance(slices, list) else [])[0]:
+            spec = item.get('spec') or {}
+            node = spec.get('nodeName') or (spec.get('pool') or {}).get('name')
+            by_node.setdefault(node, []).append(item)
+        self._by_node, self._read = by_node, time.monotonic()
+
+    def __call__(self, name):
+        with self._lock:
+            if self._read is None or time.monotonic() - self._read >= self.ttl:
+                self.fill(self.list())
+            return list(self._by_node.get(name, []))

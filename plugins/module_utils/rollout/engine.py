@@ -16,6 +16,8 @@ clear_patch, progress, expected_allocatable). Optional kind hooks, absent on Mig
   delete after the label step (e.g. the device plugin, which does not watch its ConfigMap), then the
   node annotations to record; the wait step first waits for their replacements to be Running/Ready;
 - ``describe(node, value)`` -> extra fields for the check-mode plan entry;
+- ``current(node)`` -> the node's value now as the plan and the result show it (``from``), for a kind whose
+  value is not one label's (stack_kind.StackKind: the stack the two deploy labels say);
 - ``cycle_same_value`` (default True): re-set a label that already has the value by removing it
   first (the MIG manager only acts on a change).
 
@@ -57,7 +59,7 @@ except ImportError:  # pragma: no cover - the module reports the missing library
     ApiException = Exception
 
 MAX_WORKERS = 32  # concurrent node reads and writes in one tick
-VALUE_KEYS = {'mig': 'config', 'sharing': 'profile'}  # the assignments' value option, by kind
+VALUE_KEYS = {'mig': 'config', 'sharing': 'profile', 'stack': 'stack'}  # the assignments' value option, by kind
 HOLD_TIMEOUT = (2, 3)  # (connect, read) of the reason written on held nodes when the API was away
 
 
@@ -157,6 +159,8 @@ class NodeRollout(object):
         """The node's value now, as the plan and the result show it (``from``)."""
         if self.kind.name == 'mig':
             return gn.node_gpu_info(node).get('mig_config')
+        if getattr(self.kind, 'current', None) is not None:  # a kind whose value is not one label's (stack)
+            return self.kind.current(node)
         return labels_of(node).get(self.kind.label)
 
     # ============================================================== one batch

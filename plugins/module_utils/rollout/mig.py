@@ -18,6 +18,7 @@ from ansible_collections.gpuops.gpu.plugins.module_utils.common.errors import In
 from ansible_collections.gpuops.gpu.plugins.module_utils.common.names import DEFAULT_MIG_CONFIG_MAP
 from ansible_collections.gpuops.gpu.plugins.module_utils.ops.cluster_policy import read_cluster_policy
 from ansible_collections.gpuops.gpu.plugins.module_utils.plans.cluster_policy import policy_settings
+from ansible_collections.gpuops.gpu.plugins.module_utils.rollout.api import SliceReader
 from ansible_collections.gpuops.gpu.plugins.module_utils.rollout.mig_kind import MigKind
 from ansible_collections.gpuops.gpu.plugins.module_utils.rollout.progress import Progress
 from ansible_collections.gpuops.gpu.plugins.module_utils.rollout.sharing import parse_texts
@@ -75,7 +76,9 @@ def _kind(conn, params):
     else:
         document = read_document(conn, config_map, params['operator_namespace'])
     plugin_off = (spec.get('devicePlugin') or {}).get('enabled') is False
-    return MigKind(document, strategy, params.get('mig_catalog_overrides')), \
+    # a node on NVIDIA's DRA driver is verified through its ResourceSlice, read only when such a node asks
+    slices_of = SliceReader(conn, ttl=(params.get('poll_interval') or 2.0) / 2.0)
+    return MigKind(document, strategy, params.get('mig_catalog_overrides'), slices_of=slices_of), \
         config_map if document is not None else None, None if plugin_off else settings['device_plugin_config']
 
 

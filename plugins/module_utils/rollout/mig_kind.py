@@ -13,6 +13,11 @@ runs (its ``nvidia.com/device-plugin.config`` label, else the ClusterPolicy defa
 the sharing kind reads it, rollout/sharing_kind.py ``effective_key``), through
 gpu/sharing_render.py ``sharing_capacity``. The MIG manager restarts the device plugin after a
 change, so the plugin runs the profile's current ConfigMap text afterwards.
+
+On a node that NVIDIA's DRA driver serves (a cutover moved it: rollout/stack_kind.py) no extended resource is
+advertised; the MIG manager still applies the layout, and the driver's ResourceSlice follows it. There the MIG
+change is done when the slice lists exactly the config's devices (whole GPUs and MIG devices by profile), read
+through ``slices_of`` (node name -> the driver's current slices of the node), and no allocatable is expected.
 """
 
 from __future__ import (absolute_import, division, print_function)
@@ -21,12 +26,15 @@ __metaclass__ = type
 from ansible_collections.gpuops.gpu.plugins.module_utils.common.checks import is_ascii_digits
 from ansible_collections.gpuops.gpu.plugins.module_utils.common.names import ANN_PHYSICAL_GPUS
 from ansible_collections.gpuops.gpu.plugins.module_utils.common.objects import annotations_of, labels_of
+from ansible_collections.gpuops.gpu.plugins.module_utils.gpu import dra
 from ansible_collections.gpuops.gpu.plugins.module_utils.gpu import node as gn
+from ansible_collections.gpuops.gpu.plugins.module_utils.gpu.dra_fleet import attribute
 from ansible_collections.gpuops.gpu.plugins.module_utils.gpu.products import get_product
 from ansible_collections.gpuops.gpu.plugins.module_utils.gpu.geometry import MigGeometryError
 from ansible_collections.gpuops.gpu.plugins.module_utils.gpu.mig_configs import config_capacity
 from ansible_collections.gpuops.gpu.plugins.module_utils.gpu.sharing import sharing_strategy
 from ansible_collections.gpuops.gpu.plugins.module_utils.rollout.inputs import Memo
+from ansible_collections.gpuops.gpu.plugins.module_utils.rollout.stack_kind import DRA, current_stack
 
 STATE_SUCCESS = 'success'
 STATE_FAILED = 'failed'
@@ -50,11 +58,12 @@ class MigKind(object):
     label = gn.LABEL_MIG_CONFIG
     name = 'mig'
 
-    def __init__(self, document, strategy, overrides=None, sharing=None):
+    def __init__(self, document, strategy, overrides=None, sharing=None, slices_of=None):
         self.document = document
         self.strategy = strategy
         self.overrides = overrides
         self.sharing = sharing
+        self.slices_of = slices_of
         self.memo = Memo()
 
     # ------------------------------------------------------------------ memoized catalog answers
@@ -116,7 +125,7 @@ class MigKind(object):
             self.capacity(value, product, gpus, self.strategy)
         except MigGeometryError as exc:
             return ["node %s (%d x %s, mig strategy %s): %s" % (name, gpus, product, self.strategy, exc)]
-        return self.sharing_errors(node, value, gpus)
+        return [] if on_dra(node) else self.sharing_errors(node, value, gpus)
 
     # ------------------------------------------------------------------ the sharing half of the node's state
     def sharing_profile(self, node):
@@ -186,11 +195,27 @@ class MigKind(object):
                       if k.startswith(gn.DEPLOY_LABEL_PREFIX) and v == gn.PAUSED_FOR_MIG]
             if paused:
                 return 'wait', 'success, but %s still %s' % (', '.join(sorted(paused)), gn.PAUSED_FOR_MIG)
+            if on_dra(node) and self.slices_of is not None:
+                want = self.dra_devices(node, value)
+                have = published(self.slices_of(node['metadata']['name']))
+                if have != want:
+                    return 'wait', 'success, but the ResourceSlice of %s lists %s, not %s' % (
+                        dra.DRIVER, _words(have), _words(want))
+                return 'done', 'success, the ResourceSlice of %s lists %s' % (dra.DRIVER, _words(want))
             return 'done', 'success'
         return 'wait', 'state %s' % (state or 'not reported yet')
 
+    def dra_devices(self, node, value):
+        """{'gpu' or a MIG profile: count}: the devices NVIDIA's DRA driver publishes for ``value`` (one per GPU
+        with MIG disabled, its MIG devices by profile otherwise)."""
+        devices = self.capacity(value, self.product(node), self.physical_gpus(node), 'mixed')
+        return dict(('gpu' if key == gn.GPU_RESOURCE else key[len(gn.MIG_RESOURCE_PREFIX):], count)
+                    for key, count in devices.items() if count)
+
     def expected_allocatable(self, node, value):
-        """The MIG devices of ``value`` as the node's sharing profile advertises them."""
+        """The MIG devices of ``value`` as the node's sharing profile advertises them (none on a DRA node)."""
+        if on_dra(node):
+            return {}
         devices = self.capacity(value, self.product(node), self.physical_gpus(node), self.strategy)
         key, config = self.sharing_profile(node)
         if not config:
@@ -198,3 +223,22 @@ class MigKind(object):
         mig = dict((k, v) for k, v in devices.items() if k != gn.GPU_RESOURCE)
         return self.sharing.profile_capacity(key, devices.get(gn.GPU_RESOURCE, 0), self.strategy,
                                              mig if self.strategy == 'mixed' else None)
+
+
+def on_dra(node):
+    """NVIDIA's DRA driver serves the node's GPUs, not the device plugin (the cutover's labels)."""
+    return current_stack(node) == DRA
+
+
+def published(slices):
+    """{'gpu' or a MIG profile: count} of the devices the driver's slices list."""
+    out = {}
+    for item in slices or []:
+        for device in (item.get('spec') or {}).get('devices') or []:
+            key = attribute(device, 'profile') if attribute(device, 'type') == 'mig' else 'gpu'
+            out[key] = out.get(key, 0) + 1
+    return out
+
+
+def _words(devices):
+    return ', '.join('%d %s' % (count, key) for key, count in sorted(devices.items())) or 'no device'

@@ -19,7 +19,7 @@ def parse_args(argv):
     p.add_argument("--config", default=None, help="YAML file; only its 'simulation:' section is read")
     p.add_argument("--agents", default=None,
                    help="comma list overriding simulation.agents (nfd,gfd,mig-manager,olm,machine-api,workload-logs,"
-                        "dra-kubelet-plugin,dcgm-exporter)")
+                        "dra-kubelet-plugin,dcgm-exporter,gpucluster)")
     p.add_argument("--ready-file", default=None,
                    help="write this file once every agent's caches are synced")
     p.add_argument("--log-level", default=os.environ.get("GPUSIM_LOG_LEVEL", "INFO"))

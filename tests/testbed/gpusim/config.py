@@ -12,9 +12,9 @@ MODES = ("auto", "always", "operator")
 
 DEFAULTS = {
     # Agents to run (threads). Any subset of: nfd, gfd, mig-manager, olm, machine-api, workload-logs,
-    # dra-kubelet-plugin, dcgm-exporter.
+    # dra-kubelet-plugin, dcgm-exporter, gpucluster.
     "agents": ["nfd", "gfd", "mig-manager", "olm", "machine-api", "workload-logs", "dra-kubelet-plugin",
-               "dcgm-exporter"],
+               "dcgm-exporter", "gpucluster"],
     # Loopback port of the dcgm-exporter agent's /metrics (0: one the kernel picks; its URL is written to
     # $GPUOPS_TESTBED_STATE/dcgm-exporter.url).
     "dcgm_exporter_port": 0,
@@ -32,6 +32,9 @@ DEFAULTS = {
     "mig_manager": "",    # empty: same as device_plugin
     # Seconds a MIG reconfiguration stays "pending" before it ends (x slow_factor with inject=slow).
     "mig_reconfigure_seconds": 2.0,
+    # Seconds the simulated DRA kubelet plugin takes to publish a node's ResourceSlice after its pod is Running
+    # (the stack-switch time of a cutover from the device plugin to DRA); 0: at once.
+    "dra_plugin_start_seconds": 0.0,
     "slow_factor": 10,
     # Full re-list interval of every informer (seconds); watches are restarted more often.
     "resync_seconds": 300,
@@ -44,7 +47,8 @@ DEFAULTS = {
     },
     # What NFD reports (all nodes) and what GFD reports for the driver.
     "os": {"id": "rhcos", "version_id": "4.18", "kernel": "5.14.0-427.50.1.el9_4.x86_64"},
-    "driver": {"version": "580.95.05", "cuda": "13.0"},
+    # dynamic_mig: the DRA driver's DynamicMIG gate (gpusim.dynmig; per node: gpusim.gpuops.dev/dra-dynamic-mig).
+    "driver": {"version": "580.95.05", "cuda": "13.0", "dynamic_mig": False},
     # GPUs per node when a node has a product annotation but no count.
     "default_gpus": 8,
     # Extra/changed GPU products, merged over the simulated GPUs (gpusim.catalog.merge).
@@ -160,18 +164,23 @@ def validate(cfg):
     if cfg["nfd"] not in ("always", "on-cr"):
         raise ConfigError("simulation.nfd must be 'always' or 'on-cr'")
     known = {"nfd", "gfd", "mig-manager", "olm", "machine-api", "workload-logs", "dra-kubelet-plugin",
-             "dcgm-exporter"}
+             "dcgm-exporter", "gpucluster"}
     unknown = set(cfg["agents"]) - known
     if unknown:
         raise ConfigError("unknown agents: %s" % ", ".join(sorted(unknown)))
     try:
         cfg["mig_reconfigure_seconds"] = float(cfg["mig_reconfigure_seconds"])
+        cfg["dra_plugin_start_seconds"] = float(cfg["dra_plugin_start_seconds"])
         cfg["slow_factor"] = float(cfg["slow_factor"])
         cfg["olm"]["install_seconds"] = float(cfg["olm"]["install_seconds"])
     except (TypeError, ValueError):
         raise ConfigError("durations must be numbers")
     if cfg["mig_reconfigure_seconds"] < 0:
         raise ConfigError("simulation.mig_reconfigure_seconds must be >= 0")
+    if not isinstance(cfg["driver"].get("dynamic_mig"), bool):
+        raise ConfigError("simulation.driver.dynamic_mig must be true or false")
+    if cfg["dra_plugin_start_seconds"] < 0:
+        raise ConfigError("simulation.dra_plugin_start_seconds must be >= 0")
     for name, pkg in cfg["olm"]["packages"].items():
         if not pkg.get("channels"):
             raise ConfigError("olm package %s has no channels" % name)

@@ -138,6 +138,14 @@ class Context(object):
         return sorted(items, key=lambda o: ((o["metadata"].get("creationTimestamp") or ""),
                                             o["metadata"]["name"]))[0]
 
+    def gpuclusters(self):
+        return self.informer(K.GPUCLUSTERS)
+
+    def gpu_cluster(self):
+        """The GPUCluster the simulated v26.7 operator follows (gpusim/gpucluster.py active), or None."""
+        from gpusim import gpucluster
+        return gpucluster.active(self.gpuclusters().items(), self.clusterpolicies().items())
+
     def operator_configmap(self, name):
         if not name:
             return None

@@ -157,7 +157,9 @@ def reconcile(node, product, cp, cm, dp_pod_uid, cfg):
 
     node: node dict; product: catalog dict (None = not a GPU node / unknown product);
     cp: ClusterPolicy dict or None; cm: the device-plugin ConfigMap named by the policy (or None);
-    dp_pod_uid: uid of the nvidia-device-plugin-daemonset pod on the node ("" if none); cfg: sim cfg.
+    dp_pod_uid: uid of the nvidia-device-plugin-daemonset pod on the node ("" if none); cfg: sim cfg, with
+    ``gpucluster_active`` true while the operator follows a GPUCluster (gpusim/gpucluster.py): then, as with a
+    ClusterPolicy, the deploy labels decide, and the GPUCluster's operator sweeps the device plugin's and GFD's.
     """
     plan = Plan()
     if product is None:
@@ -166,7 +168,7 @@ def reconcile(node, product, cp, cm, dp_pod_uid, cfg):
     ann = C.node_annotations(node)
     _name, gpus = C.node_product_and_count(node, cfg.get("default_gpus", 8))
     strategy, cm_name, default_key, dp_enabled, gfd_enabled = cp_settings(cp, cfg)
-    cp_exists = cp is not None
+    cp_exists = cp is not None or bool(cfg.get("gpucluster_active"))
     dp_runs = component_runs(cfg["device_plugin"], cp_exists, labels.get(C.L_DEPLOY_DP), dp_enabled)
     gfd_runs = component_runs(cfg["gfd"], cp_exists, labels.get(C.L_DEPLOY_GFD), gfd_enabled)
     mig_state = read_mig_state(node, gpus)

@@ -7,6 +7,7 @@ Resource Allocation"): one pool per node (pool name = node name, one slice, owne
   * for a GPU with MIG enabled, only its MIG devices (static MIG, the ``DynamicMIG`` gate off), each
     ``gpu-<minor>-mig-<profile without dots>-<GI profile ID>-<placement start>`` (type mig, parentUUID,
     profile, the GPU-instance profile's engine counts, memory in bytes, one ``memorySlice<i>`` per slice).
+With the gate on, gpusim.dynmig gives the pool's slices instead (parts()).
 The MIG devices are where the simulated MIG manager put them (gpusim.placement, from the node's
 gpusim.gpuops.dev/mig-applied state); the GPU facts are the simulated GPUs' (gpusim.catalog).
 UUIDs and PCI bus IDs are made up by the simulator (stable per node and GPU).
@@ -103,41 +104,97 @@ def devices(node, product, gpus, driver):
     return sorted(out, key=lambda d: d["name"])
 
 
-def slice_spec(node_name, devs, generation=1):
-    return {"driver": DRIVER, "nodeName": node_name,
-            "pool": {"name": node_name, "generation": generation, "resourceSliceCount": 1},
-            "devices": devs}
+def slice_spec(node_name, devs, generation=1, count=1, part=None):
+    """A slice's spec: ``devs`` (the static pool's one slice) or ``part`` ({"devices"} or {"sharedCounters"})."""
+    spec = {"driver": DRIVER, "nodeName": node_name,
+            "pool": {"name": node_name, "generation": generation, "resourceSliceCount": count}}
+    spec.update(part if part is not None else {"devices": devs})
+    return spec
 
 
-def new_slice(node, devs):
+def index_length(count):
+    """resourceslicecontroller.go getIndexLength: at least 5 hex digits."""
+    return max(5, len("%x" % max(count - 1, 0)))
+
+
+def slice_index(name, count):
+    """resourceslicecontroller.go decodeIndex: the slice's index from its name, None when it does not match."""
+    prefix = name.split("-", 1)[0]
+    if "-" not in name or len(prefix) != index_length(count):
+        return None
+    try:
+        return int(prefix, 16)
+    except ValueError:
+        return None
+
+
+def new_slice(node, devs, index=0, count=1, part=None, generation=1):
     """The ResourceSlice to create for a node (the resourceslice controller's generateName and owner)."""
     md = node["metadata"]
     return {"apiVersion": API_VERSION, "kind": "ResourceSlice",
-            "metadata": {"generateName": "0-%s-%s-" % (DRIVER, md["name"]),
+            "metadata": {"generateName": "%0*x-%s-%s-" % (index_length(count), index, DRIVER, md["name"]),
                          "ownerReferences": [{"apiVersion": "v1", "kind": "Node", "name": md["name"],
                                               "uid": md.get("uid"), "controller": True}]},
-            "spec": slice_spec(md["name"], devs)}
+            "spec": slice_spec(md["name"], devs, generation, count, part)}
 
 
-def plan(node, product, gpus, driver, served, current):
-    """What to write for one node: ("create", slice) | ("update", slice) | ("delete", [names]) | None.
+def parts(node, product, gpus, driver, dynamic_mig=False):
+    """The pool's slices as {"devices": [...]} or {"sharedCounters": [...]}: one slice (static MIG), or with the
+    driver's DynamicMIG gate on a MIG-capable GPU the counter sets and one slice per GPU (gpusim.dynmig)."""
+    if dynamic_mig and product.get("mig_capable"):
+        from gpusim import dynmig
+        return dynmig.slices(C.node_name(node), product, driver, gpus)
+    return [{"devices": devices(node, product, gpus, driver)}]
+
+
+def plan(node, product, gpus, driver, served, current, dynamic_mig=False):
+    """The next write for one node: ("create", slice) | ("update", slice) | ("delete", [names]) | None.
 
     served: whether a kubelet-plugin pod runs on the node; current: the driver's slices of the node's pool.
-    Like the resourceslice controller, one changed slice is updated in place with the same pool generation.
+    Like the resourceslice controller: slices match the desired ones by the index their name starts with; a
+    slice of an older generation, without a matching index or a second one for an index goes; one changed
+    slice is updated in place with the same pool generation; otherwise the generation goes up (the other
+    slices then go as obsolete and come back at the new generation, one write per call).
     """
     if not served or product is None or gpus <= 0:
         return ("delete", sorted(s["metadata"]["name"] for s in current)) if current else None
-    devs = devices(node, product, gpus, driver)
-    if not current:
-        return "create", new_slice(node, devs)
-    keep = sorted(current, key=lambda s: s["metadata"]["name"])[0]
-    if len(current) > 1:
-        return "delete", sorted(s["metadata"]["name"] for s in current if s is not keep)
-    spec = keep.get("spec") or {}
-    generation = int((spec.get("pool") or {}).get("generation") or 1)
-    desired = slice_spec(C.node_name(node), devs, generation)
-    if all(spec.get(k) == v for k, v in desired.items()):
+    want = parts(node, product, gpus, driver, dynamic_mig)
+    count = len(want)
+    generation = max([int(((s.get("spec") or {}).get("pool") or {}).get("generation") or 1) for s in current] or [1])
+    matched, obsolete = {}, []
+    for s in sorted(current, key=lambda s: s["metadata"]["name"]):
+        index = slice_index(s["metadata"]["name"], count)
+        gen = int(((s.get("spec") or {}).get("pool") or {}).get("generation") or 1)
+        if gen < generation or index is None or index >= count or index in matched:
+            obsolete.append(s["metadata"]["name"])
+        else:
+            matched[index] = s
+    if obsolete:
+        return "delete", sorted(obsolete)
+    changed = [i for i, s in sorted(matched.items())
+               if any((s.get("spec") or {}).get(k) != v
+                      for k, v in slice_spec(C.node_name(node), None, generation, count, want[i]).items())
+               or any(k in (s.get("spec") or {}) for k in ("devices", "sharedCounters") if k not in want[i])]
+    missing = [i for i in range(count) if i not in matched]
+    if missing and not changed:
+        i = missing[0]
+        return "create", new_slice(node, None, i, count, want[i], generation)
+    if not changed:
         return None
+    i = changed[0]
+    if len(changed) > 1 or missing:
+        generation += 1
+    keep = matched[i]
+    spec = {k: v for k, v in (keep.get("spec") or {}).items() if k not in ("devices", "sharedCounters")}
     updated = dict(keep)
-    updated["spec"] = dict(spec, **desired)
+    updated["spec"] = dict(spec, **slice_spec(C.node_name(node), None, generation, count, want[i]))
     return "update", updated
+
+
+def plugin_wait(started, now, delay):
+    """Seconds until a kubelet plugin whose pod was first seen Running at ``started`` (monotonic seconds)
+    publishes the node's slice: the simulated plugin start time ``delay`` (simulation.dra_plugin_start_seconds,
+    0: at once). 0.0 when it is due; ``started`` None (a pod already Running when the simulator started) is due."""
+    if delay <= 0 or started is None:
+        return 0.0
+    return max(0.0, started + delay - now)

@@ -61,6 +61,7 @@ NAMESPACES = Resource("", "v1", "namespaces", False, "Namespace")
 EVENTS = Resource("", "v1", "events", True, "Event")
 SERVICEACCOUNTS = Resource("", "v1", "serviceaccounts", True, "ServiceAccount")
 CLUSTERPOLICIES = Resource("nvidia.com", "v1", "clusterpolicies", False, "ClusterPolicy")
+GPUCLUSTERS = Resource("nvidia.com", "v1alpha1", "gpuclusters", False, "GPUCluster")
 NFD_OPENSHIFT = Resource("nfd.openshift.io", "v1", "nodefeaturediscoveries", True,
                          "NodeFeatureDiscovery")
 NFD_K8S = Resource("nfd.k8s-sigs.io", "v1alpha1", "nodefeaturediscoveries", True,

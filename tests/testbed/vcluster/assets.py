@@ -132,7 +132,8 @@ def install_crds(kube, assets: dict) -> list:
                 continue
             die(f"CRD file missing from module cache: {path}")
         docs += [d for d in read_yaml_docs(path) if d.get("kind") == "CustomResourceDefinition"]
-    docs += stand_in_crds()  # APIs no served module carries (standins.py)
+    # APIs no served module carries (standins.py); GPUCluster's only when the operator module has none
+    docs += stand_in_crds({d.get("metadata", {}).get("name") for d in docs})
 
     def one(d):
         d.get("metadata", {}).pop("creationTimestamp", None)

@@ -38,9 +38,10 @@ def _yaml(*parts):
 TEMPLATES = _yaml('extensions', 'awx', 'job_templates.yml')['controller_templates']
 SETTINGS = _yaml('extensions', 'awx', 'settings.yml')
 SURVEYED = [t for t in TEMPLATES if t.get('survey_enabled') and (t.get('survey_spec') or {}).get('spec')]
-ROLLOUT_ROLES = ('mig', 'sharing', 'reset')
 ROLLOUT_PLAYBOOKS = ('playbooks/mig.yml', 'playbooks/mig_from_demand.yml', 'playbooks/sharing.yml', 'playbooks/reset.yml',
-                     'playbooks/site.yml')
+                     'playbooks/site.yml', 'playbooks/dra.yml')
+# role -> the prefix of its node rollout's variables (<prefix>_max_unavailable, _drain_timeout, _state_timeout, ...)
+ROLLOUT_PREFIX = {'mig': 'mig', 'sharing': 'sharing', 'reset': 'reset', 'dra': 'dra_cutover'}
 
 # A survey default that stands for the role's default where AWX cannot offer that value: a multiplechoice
 # question has no empty choice, so "keep" is the role's documented synonym of "" (leave it as it is).
@@ -134,9 +135,9 @@ def test_the_check_above_can_fail():
     assert _same('mig_strategy', 'keep', spec['mig_strategy']['default'])
 
 
-@pytest.mark.parametrize('role', ROLLOUT_ROLES)
+@pytest.mark.parametrize('role', sorted(ROLLOUT_PREFIX))
 def test_max_unavailable_takes_a_count_or_a_percentage(role):
-    variable = '%s_max_unavailable' % role
+    variable = '%s_max_unavailable' % ROLLOUT_PREFIX[role]
     questions = [q for t in SURVEYED for q in t['survey_spec']['spec'] if q['variable'] == variable]
     assert questions, 'no survey asks for %s' % variable
     for question in questions:
@@ -188,12 +189,13 @@ def test_rollout_timeout_defaults_cover_the_roles_timeouts():
     per_batch = int(SETTINGS['gpuops_awx_rollout_batch_seconds'])
     drains = dict((q['variable'], q['default']) for t in SURVEYED for q in t['survey_spec']['spec']
                   if q['variable'].endswith('_drain_timeout'))
-    for role in ROLLOUT_ROLES:
+    for role, prefix in sorted(ROLLOUT_PREFIX.items()):
         defaults = validated(role, {})
-        drain = max(defaults['%s_drain_timeout' % role], drains.get('%s_drain_timeout' % role, 0))
-        worst = drain + defaults['%s_state_timeout' % role] + defaults['%s_verify_timeout' % role]
+        drain = max(defaults['%s_drain_timeout' % prefix], drains.get('%s_drain_timeout' % prefix, 0))
+        # the DRA cutover has no verify step of its own: the state timeout covers the other stack serving the node
+        worst = drain + defaults['%s_state_timeout' % prefix] + defaults.get('%s_verify_timeout' % prefix, 0)
         assert per_batch >= worst, 'gpuops_awx_rollout_batch_seconds %d < %s worst batch %d' % (per_batch, role, worst)
-        assert int(SETTINGS['gpuops_awx_rollout_margin_seconds']) >= defaults['%s_lock_timeout' % role]
+        assert int(SETTINGS['gpuops_awx_rollout_margin_seconds']) >= defaults['%s_lock_timeout' % prefix]
     assert int(SETTINGS['gpuops_awx_rollout_max_unavailable']) == int(validated('mig', {})['mig_max_unavailable'])
 
 

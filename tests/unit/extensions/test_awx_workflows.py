@@ -3,7 +3,8 @@
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """What the AWX objects mean, beyond their option names and types (test_awx_argspec.py): each job template's
 cluster account is the least one docs/rbac.md allows for its playbook; the templates prompt for inventory and
-credentials; the workflows are plan (check) -> approval -> apply -> validate -> report (mig, sharing, upgrade) and install -> mig ->
+credentials; the workflows are plan (check) -> approval -> apply -> validate -> report (mig, sharing, upgrade, DRA
+cutover) and install -> mig ->
 sharing -> validate -> report, every prompt a node sets is one its template accepts, and every job node is bound
 to the workflow's cluster (its inventory and its least account; no inventory at launch); failures notify, with
 no literal secret; the nightly schedules are rrules AWX parses, bound to their cluster and shipped disabled."""
@@ -49,14 +50,28 @@ PROMPTS = {'job_type': 'ask_job_type_on_launch', 'diff_mode': 'ask_diff_mode_on_
 
 
 def rbac_accounts():
-    """{playbook: [accounts whose ClusterRole docs/rbac.md lists it for]}, from the ClusterRole table."""
+    """{playbook: [accounts whose ClusterRole docs/rbac.md lists it for]}, from the ClusterRole table. A playbook
+    listed with some of its parts only (`dra.yml` with `dra_parts: [cutover]`) is keyed with them
+    ('playbooks/dra.yml dra_parts=cutover'): an account for those parts, not for the playbook's defaults."""
     out = {}
     with open(os.path.join(REPO, 'docs', 'rbac.md')) as handle:
         for line in handle:
             row = re.match(r'^\| `gpuops-gpu-(report|rollout|install)`[^|]*\| ([^|]*)\|', line)
-            for playbook in re.findall(r'`(\w+\.yml)`', row.group(2)) if row else []:
-                out.setdefault('playbooks/' + playbook, []).append(row.group(1))
+            found = re.findall(r'`(\w+\.yml)`(?: with `(\w+_parts): \[([\w, ]+)\]`)?', row.group(2)) if row else []
+            for playbook, variable, parts in found:
+                key = 'playbooks/' + playbook
+                if variable:
+                    key += ' %s=%s' % (variable, ','.join(p.strip() for p in parts.split(',')))
+                out.setdefault(key, []).append(row.group(1))
     return out
+
+
+def playbook_key(playbook, extra_data):
+    """The rbac_accounts() key of a job that runs ``playbook`` with ``extra_data`` (a workflow node's variables)."""
+    for name, value in sorted((extra_data or {}).items()):
+        if name.endswith('_parts') and isinstance(value, list):
+            return '%s %s=%s' % (playbook, name, ','.join(value))
+    return playbook
 
 
 def cluster_account(template):
@@ -96,6 +111,9 @@ def test_template_uses_the_least_account_rbac_md_allows(name):
 def test_the_account_check_can_fail():
     table = rbac_accounts()
     assert table['playbooks/report.yml'] == ['report'] and table['playbooks/mig.yml'] == ['rollout']
+    assert table['playbooks/dra.yml'] == ['install'] and table['playbooks/dra.yml dra_parts=cutover'] == ['rollout']
+    assert playbook_key('playbooks/dra.yml', {'dra_parts': ['cutover']}) == 'playbooks/dra.yml dra_parts=cutover'
+    assert playbook_key('playbooks/dra.yml', {'smoke_test_mode': 'dra'}) == 'playbooks/dra.yml'
     assert least_account('playbooks/validate.yml', table) == 'install'
     assert least_account('playbooks/mig.yml', {'playbooks/mig.yml': ['install', 'rollout']}) == 'rollout'
     wrong = dict(TEMPLATES['gpuops.gpu mig'], credentials=['gpuops.gpu %s install account' % CLUSTER])
@@ -182,6 +200,32 @@ def test_upgrade_workflow_runs_the_upgrade_with_the_install_account():
     assert by_id['plan']['unified_job_template'] == by_id['apply']['unified_job_template']
 
 
+def test_dra_cutover_workflow_is_plan_approve_cutover_validate_report():
+    """The cutover as a rollout: plan (check, --diff) -> approval -> cutover -> validate through DRA -> report, the
+    DRA template with dra_parts [cutover] only (never its resources default) and the rollout account."""
+    workflow = WORKFLOWS['gpuops.gpu %s DRA cutover workflow' % CLUSTER]
+    dra = 'gpuops.gpu DRA resources'
+    assert TEMPLATES[dra]['playbook'] == 'playbooks/dra.yml'
+    assert chain(workflow) == [(dra, 'check'), ('approval', None), (dra, 'run'),
+                               ('gpuops.gpu validate', 'run'), ('gpuops.gpu report', 'run')]
+    by_id = nodes(workflow)
+    assert list(by_id) == ['plan', 'approve', 'cutover', 'validate', 'report']
+    assert by_id['plan']['diff_mode'] is True
+    rollout = [{'name': 'gpuops.gpu %s rollout account' % CLUSTER}]
+    for name in ('plan', 'cutover'):
+        assert by_id[name]['extra_data'] == {'dra_parts': ['cutover']}, name
+        assert by_id[name]['related']['credentials'] == rollout, name
+    assert by_id['validate']['extra_data'] == {'smoke_test_mode': 'dra'}
+    approval = by_id['approve']['unified_job_template']
+    assert approval['timeout'] > 0
+    for words in ('batches', 'pods', 'schedulable on DRA'):
+        assert words in approval['description'], words
+    assert following(by_id['cutover'], 'failure_nodes') == ['report']
+    assert following(by_id['validate'], 'always_nodes') == ['report']
+    assert workflow['notification_templates_approvals']
+    assert 'dra_cutover_stack' in [q['variable'] for q in TEMPLATES[dra]['survey_spec']['spec']]
+
+
 def test_new_cluster_workflow_is_install_mig_sharing_validate_report():
     assert chain(WORKFLOWS['gpuops.gpu %s new cluster workflow' % CLUSTER]) == [
         ('gpuops.gpu install', 'run'), ('gpuops.gpu mig', 'run'), ('gpuops.gpu sharing', 'run'),
@@ -200,7 +244,7 @@ def binding_errors(workflow):
     """Why a workflow could reach another cluster than its own: it asks for an inventory at launch (AWX workflows
     cannot prompt for credentials, so the credentials would stay those of its nodes), or a job node runs without
     its cluster's inventory or with another account than its template's (that cluster's least one)."""
-    match = re.match(r'^gpuops\.gpu (.+) (mig|sharing|upgrade|new cluster) workflow$', workflow['name'])
+    match = re.match(r'^gpuops\.gpu (.+) (mig|sharing|upgrade|DRA cutover|new cluster) workflow$', workflow['name'])
     if not match:
         return ['%s: a workflow is named after its cluster' % workflow['name']]
     cluster = match.group(1)
@@ -214,7 +258,8 @@ def binding_errors(workflow):
         if (node.get('inventory') or {}).get('name') != 'gpuops.gpu %s' % cluster:
             errors.append('%s: inventory %s' % (node['identifier'], node.get('inventory')))
         names = [c['name'] for c in (node.get('related') or {}).get('credentials') or []]
-        expected = 'gpuops.gpu %s %s account' % (cluster, least_account(template['playbook'], rbac_accounts()))
+        key = playbook_key(template['playbook'], node.get('extra_data'))
+        expected = 'gpuops.gpu %s %s account' % (cluster, least_account(key, rbac_accounts()))
         if names != [expected]:
             errors.append('%s: credentials %s, expected [%s]' % (node['identifier'], names, expected))
     return errors
@@ -235,6 +280,11 @@ def test_the_binding_check_can_fail():
     del nodes(workflow)['report']['inventory']
     nodes(workflow)['validate']['related']['credentials'].append({'name': 'gpuops.gpu %s report account' % CLUSTER})
     assert len(binding_errors(workflow)) == 4
+    cutover = yaml.safe_load(yaml.safe_dump(WORKFLOWS['gpuops.gpu %s DRA cutover workflow' % CLUSTER]))
+    assert binding_errors(cutover) == []
+    nodes(cutover)['cutover']['related']['credentials'] = [{'name': 'gpuops.gpu %s install account' % CLUSTER}]
+    del nodes(cutover)['plan']['extra_data']  # the DRA resources default, which the rollout account may not run
+    assert len(binding_errors(cutover)) == 2
 
 
 def test_the_workflow_checks_can_fail():

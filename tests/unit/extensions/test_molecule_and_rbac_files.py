@@ -18,6 +18,7 @@ from ansible_collections.gpuops.gpu.plugins.module_utils.common import names
 from ansible_collections.gpuops.gpu.plugins.module_utils.gpu import dra
 from ansible_collections.gpuops.gpu.plugins.module_utils.plans import gpu_health_dra
 from ansible_collections.gpuops.gpu.plugins.module_utils.plans.rbac import OPERATOR_NAMESPACE
+from ansible_collections.gpuops.gpu.plugins.module_utils.rollout import stack_kind
 
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..', '..'))
 MOLECULE = os.path.join(REPO, 'extensions', 'molecule')
@@ -176,8 +177,11 @@ def test_admission_policies_name_what_the_code_writes():
     """The policies' lists are the collection's constants: a new node annotation, a restarted operand or an
     operator ConfigMap name added to the code without the policy (or the reverse) fails here."""
     assert _policy_variable('gpuops-gpu-rollout-nodes', 'annotations') == list(names.NODE_ANNOTATIONS)
+    switches = dict((key, sorted(set(t[key] for t in stack_kind.TARGET_LABELS.values() if t[key] is not None),
+                                 reverse=True)) for key in (dra.DEVICE_PLUGIN_DEPLOY_LABEL, dra.DRA_NODE_LABEL))
     assert _policy_variable('gpuops-gpu-rollout-nodes', 'labels') == [
-        names.LABEL_MIG_CONFIG, names.LABEL_MIG_STATE, names.LABEL_DP_CONFIG]
+        names.LABEL_MIG_CONFIG, names.LABEL_MIG_STATE, names.LABEL_DP_CONFIG] + list(switches)
+    assert _policy_variable('gpuops-gpu-rollout-nodes', 'switches') == switches
     assert _policy_variable('gpuops-gpu-rollout-pods', 'operands') == list(names.RESTARTED_OPERANDS)
     assert _policy_variable('gpuops-gpu-rollout-configmaps', 'operatorNames') == list(names.OPERATOR_CONFIGMAPS)
     assert _policy_variable('gpuops-gpu-rollout-configmaps', 'operatorPattern') == names.OPERATOR_CONFIGMAP_PATTERN

@@ -106,6 +106,12 @@ class FakeCtx(object):
     def operator_configmap(self, name):
         return self._cms.get(name) if name else None
 
+    def gpuclusters(self):
+        return self.informer(K.GPUCLUSTERS)
+
+    def gpu_cluster(self):
+        return None
+
     def informer(self, res, namespace=None, transform=None):
         self._other = getattr(self, "_other", {})
         return self._other.setdefault(res.plural + res.group, FakeInformer())

@@ -68,7 +68,7 @@ def test_rfc1123_device_names():
     assert dra.mig_device_name(3, "1g.10gb+me", 20, 6) == "gpu-3-mig-1g10gb-me-20-6"
 
 
-def current_slice(n, devs, generation=1, name="0-gpu.nvidia.com-gpu-0-abcde"):
+def current_slice(n, devs, generation=1, name="00000-gpu.nvidia.com-gpu-0-abcde"):
     s = dra.new_slice(n, devs)
     s["metadata"] = {"name": name}
     s["spec"]["pool"]["generation"] = generation
@@ -79,7 +79,7 @@ def test_plan_creates_updates_in_place_and_deletes():
     n = node(gpus=2)
     action, new = dra.plan(n, A100, 2, DRIVER, True, [])
     assert action == "create"
-    assert new["metadata"]["generateName"] == "0-gpu.nvidia.com-gpu-0-"
+    assert new["metadata"]["generateName"] == "00000-gpu.nvidia.com-gpu-0-"   # index: 5 hex digits at least
     assert new["metadata"]["ownerReferences"][0]["kind"] == "Node"
     assert new["spec"]["pool"] == {"name": "gpu-0", "generation": 1, "resourceSliceCount": 1}
     assert new["spec"]["nodeName"] == "gpu-0" and new["spec"]["driver"] == "gpu.nvidia.com"
@@ -98,5 +98,15 @@ def test_plan_creates_updates_in_place_and_deletes():
 def test_plan_removes_extra_slices_of_the_pool():
     n = node(gpus=1)
     devs = dra.devices(n, A100, 1, DRIVER)
-    a, b = current_slice(n, devs, name="0-a"), current_slice(n, devs, name="0-b")
-    assert dra.plan(n, A100, 1, DRIVER, True, [b, a]) == ("delete", ["0-b"])
+    a, b = current_slice(n, devs, name="00000-a"), current_slice(n, devs, name="00000-b")
+    assert dra.plan(n, A100, 1, DRIVER, True, [b, a]) == ("delete", ["00000-b"])
+
+
+def test_plugin_wait_publishes_the_slice_the_start_time_after_the_pod_ran():
+    # simulation.dra_plugin_start_seconds: 0 (the default) publishes at once
+    assert dra.plugin_wait(100.0, 100.0, 0.0) == 0.0
+    assert dra.plugin_wait(100.0, 101.5, 5.0) == 3.5
+    assert dra.plugin_wait(100.0, 105.0, 5.0) == 0.0
+    assert dra.plugin_wait(100.0, 200.0, 5.0) == 0.0
+    # a pod already Running when the simulator started has long started
+    assert dra.plugin_wait(None, 100.0, 5.0) == 0.0

@@ -213,3 +213,10 @@ def test_informer_update_local_keeps_newest_and_notifies_once():
     assert inf.get("a")["v"] == 2
     # other agents must see a change another agent wrote (old != new in the handler)
     assert seen == [("ADDED", 1, None), ("MODIFIED", 2, 1)]
+
+
+def test_dra_plugin_start_seconds_defaults_to_at_once():
+    assert config_mod.load(None)["dra_plugin_start_seconds"] == 0.0
+    assert config_mod.load("simulation: {dra_plugin_start_seconds: 5}")["dra_plugin_start_seconds"] == 5.0
+    with pytest.raises(config_mod.ConfigError):
+        config_mod.load("simulation: {dra_plugin_start_seconds: -1}")

@@ -43,3 +43,22 @@ def test_stand_in_declares_every_field_the_role_writes(kind):
     definition = plan['apply'][0]['definition']
     assert _unknown(definition, version['schema']['openAPIV3Schema'], '') == []
     assert _unknown({'spec': {'bogus': 1}}, version['schema']['openAPIV3Schema'], '') == ['.spec.bogus']
+
+
+def test_the_gpucluster_stand_in_declares_every_field_the_dra_role_writes():
+    from ansible_collections.gpuops.gpu.plugins.module_utils.plans.gpucluster import gpucluster_plan
+    crds = dict((c['metadata']['name'], c) for c in stand_in_crds())
+    crd = crds['gpuclusters.nvidia.com']
+    assert crd['spec']['scope'] == 'Cluster' and crd['spec']['names']['kind'] == 'GPUCluster'
+    version = crd['spec']['versions'][0]
+    assert version['name'] == 'v1alpha1' and version['subresources'] == {'status': {}}
+    config = {'driver_repository': 'r.example.com/nvidia', 'driver_image': 'dra-driver-nvidia-gpu',
+              'driver_version': 'v0.5.0', 'feature_gates': {'MPSSupport': True},
+              'kubelet_plugin': {'env': {'A': 'b'}, 'resources': {'limits': {'memory': '1Gi'}},
+                                 'healthcheck': {'enabled': True, 'port': 51516}},
+              'compute_domains': True, 'dcgm': True, 'dcgm_exporter': False}
+    reads = {'crd_served': True, 'resource_v1_served': True, 'nodes': [], 'cluster_policies': [], 'existing': []}
+    definition = gpucluster_plan(config, reads)['definition']
+    assert _unknown(definition, version['schema']['openAPIV3Schema'], '') == []
+    # the module's own CRD wins: no stand-in then
+    assert 'gpuclusters.nvidia.com' not in [c['metadata']['name'] for c in stand_in_crds({'gpuclusters.nvidia.com'})]

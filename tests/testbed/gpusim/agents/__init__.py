@@ -6,6 +6,7 @@ from gpusim.agents.machineapi import MachineAPIAgent
 from gpusim.agents.workloads import WorkloadLogAgent
 from gpusim.agents.dra import DRAKubeletPluginAgent
 from gpusim.agents.dcgm import DCGMExporterAgent
+from gpusim.agents.gpucluster import GPUClusterAgent
 
 AGENTS = {
     "nfd": NFDAgent,
@@ -16,4 +17,5 @@ AGENTS = {
     "workload-logs": WorkloadLogAgent,
     "dra-kubelet-plugin": DRAKubeletPluginAgent,
     "dcgm-exporter": DCGMExporterAgent,
+    "gpucluster": GPUClusterAgent,
 }

@@ -173,6 +173,16 @@ class DevicePluginAgent(_OperandAgent):
         self.ctx.pods().add_handler(self._on_pod)
         self.ctx.pods().add_handler(self._on_driver_pod)
         self.ctx.nodes().add_handler(self._on_node)
+        self.ctx.gpuclusters().add_handler(self._on_gpucluster)
+
+    def watched(self):
+        return super(DevicePluginAgent, self).watched() + (self.ctx.gpuclusters(),)
+
+    def _on_gpucluster(self, etype, obj, old):
+        """A GPUCluster came or went: the deploy labels decide where the plugin runs, or no longer do."""
+        if etype == DELETED or old is None or bool(obj["metadata"].get("deletionTimestamp")) != \
+                bool(old["metadata"].get("deletionTimestamp")):
+            self.enqueue_all_nodes()
 
     def _on_driver_pod(self, etype, obj, old):
         """A driver pod started, went Running or left: GFD's cuda.driver labels follow the driver that runs
@@ -228,7 +238,8 @@ class DevicePluginAgent(_OperandAgent):
         _s, cm_name, _d, _e, _g = deviceplugin.cp_settings(cp, self.cfg)
         cm = self.ctx.operator_configmap(cm_name)
         plan = deviceplugin.reconcile(node, product, cp, cm, device_plugin_pod_uid(self.ctx, name),
-                                      dict(self.cfg, driver=self._driver(name)))
+                                      dict(self.cfg, driver=self._driver(name),
+                                           gpucluster_active=self.ctx.gpu_cluster() is not None))
         if plan.empty():
             return
         self.log.debug("%s: %r", name, plan)

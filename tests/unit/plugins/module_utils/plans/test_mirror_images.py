@@ -25,6 +25,8 @@ NOT_REFERENCES = {
     'vgpu_driver_image': 'an image name inside the private vgpu_driver_repository',
     'gpu_operator_driver_image': 'an image name inside gpu_operator_driver_repository (an operand, listed from the CSV)',
     'upgrade_driver_image': 'an image name inside upgrade_driver_repository (the driver operand the operator renders)',
+    'dra_gpucluster_driver_image': ('an image name inside dra_gpucluster_driver_repository, empty by default: the GPU '
+                                    "operator's own default for the DRA driver it deploys"),
 }
 IMAGE_KEY = re.compile(r'_image$')
 CHART_KEY = re.compile(r'_chart_ref$')
@@ -106,7 +108,9 @@ def test_no_image_literal_in_the_planners_escapes_the_list():
 
 def test_collection_images_defaults_and_overrides():
     out = collection_images({})
-    assert out['images'] == ['nvcr.io/nvidia/k8s/cuda-sample:vectoradd-cuda12.5.0-ubuntu22.04']
+    assert out['images'] == ['nvcr.io/nvidia/k8s/cuda-sample:vectoradd-cuda12.5.0-ubuntu22.04',
+                             'registry.k8s.io/dra-driver-nvidia/dra-driver-nvidia-gpu:v0.4.1',
+                             'registry.k8s.io/dra-driver-nvidia/charts/dra-driver-nvidia-gpu:0.4.1']
     assert out['charts'] == {'repositories': [], 'local': []} and out['errors'] == [] and out['warnings'] == []
     out = collection_images({
         'smoke_test_image': 'registry.example.com/gpu/cuda-sample:1', 'smoke_test_load_image': 'quay.io/x/burn:2',
@@ -114,7 +118,7 @@ def test_collection_images_defaults_and_overrides():
         'hami_chart_version': '2.10.0', 'gpu_operator_install_method': 'helm',
         'gpu_operator_helm_chart_ref': '/charts/gpu-operator-v25.10.1.tgz',
         'monitoring_console_plugin_install': True})
-    assert out['images'] == ['registry.example.com/gpu/cuda-sample:1', 'quay.io/x/burn:2']
+    assert out['images'][:2] == ['registry.example.com/gpu/cuda-sample:1', 'quay.io/x/burn:2']
     assert out['charts']['repositories'] == [{'name': 'hami-charts', 'url': 'https://charts.example.com/hami',
                                               'charts': [{'name': 'hami', 'version': '2.10.0'}]}]
     assert out['charts']['local'] == [{'name': 'gpu-operator-v25.10.1.tgz',

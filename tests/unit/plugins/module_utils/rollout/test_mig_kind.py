@@ -155,3 +155,47 @@ class TestOncePerDistinctKey(object):
         assert kind.expected_allocatable(node('b', count='2'), 'balanced') == \
             MigKind(DOC, 'mixed').expected_allocatable(node('b', count='2'), 'balanced') == {
                 'nvidia.com/mig-1g.5gb': 4, 'nvidia.com/mig-2g.10gb': 2, 'nvidia.com/mig-3g.20gb': 2}
+
+
+DRA_LABELS = {'nvidia.com/gpu.deploy.device-plugin': 'false', 'gpuops.gpu/dra-kubelet-plugin': 'true'}
+
+
+def dra_slice(*devices):
+    """One slice of NVIDIA's DRA driver with ``devices`` as (type, profile or None)."""
+    out = []
+    for index, (kind, profile) in enumerate(devices):
+        attributes = {'type': {'string': kind}}
+        if profile:
+            attributes['profile'] = {'string': profile}
+        out.append({'name': 'd%d' % index, 'attributes': attributes})
+    return {'spec': {'driver': 'gpu.nvidia.com', 'nodeName': 'n1', 'pool': {'name': 'n1'}, 'devices': out}}
+
+
+class TestMigOnDraNodes(object):
+    """A node the DRA driver serves: no extended resources, the slice follows the layout."""
+
+    def kind(self, *devices):
+        return MigKind(DOC, 'mixed', slices_of=lambda name: [dra_slice(*devices)] if devices else [])
+
+    def test_done_only_when_the_slice_lists_the_config_devices(self):
+        dra_node = node(count='1', config='balanced', state='success', extra=DRA_LABELS)
+        old = self.kind(('gpu', None))
+        verdict, detail = old.progress(dra_node, 'balanced')
+        assert verdict == 'wait'
+        assert 'lists 1 gpu, not 2 1g.5gb, 1 2g.10gb, 1 3g.20gb' in detail
+        new = self.kind(('mig', '1g.5gb'), ('mig', '1g.5gb'), ('mig', '2g.10gb'), ('mig', '3g.20gb'))
+        assert new.progress(dra_node, 'balanced') == (
+            'done', 'success, the ResourceSlice of gpu.nvidia.com lists 2 1g.5gb, 1 2g.10gb, 1 3g.20gb')
+
+    def test_no_allocatable_is_expected_and_no_sharing_profile_checked(self):
+        dra_node = node(count='1', extra=DRA_LABELS)
+        kind = self.kind()
+        assert kind.expected_allocatable(dra_node, 'seven') == {}
+        assert kind.validate(dra_node, 'seven') == []
+        assert kind.dra_devices(dra_node, 'all-disabled') == {'gpu': 1}
+
+    def test_a_device_plugin_node_is_verified_by_its_allocatable_as_before(self):
+        plugin_node = node(count='1', config='seven', state='success')
+        kind = self.kind(('gpu', None))
+        assert kind.progress(plugin_node, 'seven') == ('done', 'success')
+        assert kind.expected_allocatable(plugin_node, 'seven') == {'nvidia.com/mig-1g.5gb': 7}
