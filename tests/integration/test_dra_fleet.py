@@ -21,6 +21,7 @@ import yaml
 from kubernetes import client
 
 from ansible_run import run_play
+from browser_helpers import screenshot
 from conftest import REPO, create_namespace, wait_until
 
 # The small cluster (an A100 node, a T4 node), with the simulated agents that predate DRA only: here the test itself
@@ -237,3 +238,5 @@ def test_fleet_report_shows_the_stack_and_the_dra_devices(testbed, allocated, tm
     assert page.count('<tr class="free">') == 3  # one MIG device on the DRA node, both GPUs of a100-0
     saved = json.loads((tmp_path / 'fleet.json').read_text())
     assert [n['stack'] for n in saved['nodes'] if n['name'] == DRA_NODE] == ['dra']
+    # the mixed fleet in the browser (GPUOPS_DRA_REPORT_SCREENSHOT=<path> keeps it: docs/images/fleet-report-dra.png)
+    screenshot(tmp_path, tmp_path / 'fleet-report.html', 'GPUOPS_DRA_REPORT_SCREENSHOT')

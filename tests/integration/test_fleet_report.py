@@ -2,23 +2,20 @@
 opened in headless Chromium: the capacity chart (before and after), the fleet table and the
 rollout timeline are in the page the browser built, and a screenshot of it is a real picture.
 
-Chromium comes from the OS packages (Debian: chromium); tests/runner.py's integration stage installs
-it when it runs as root. GPUOPS_REPORT_SCREENSHOT=<path> keeps the screenshot (docs/images/fleet-report.png
-is made that way)."""
+Chromium: tests/integration/browser_helpers.py. GPUOPS_REPORT_SCREENSHOT=<path> keeps the screenshot
+(docs/images/fleet-report.png is made that way)."""
 
 import json
 import os
 import re
-import shutil
-import struct
 import subprocess
 import sys
-import zlib
 from html.parser import HTMLParser
 
 import pytest
 
 from ansible_run import run_play
+from browser_helpers import browser, chromium, screenshot
 from conftest import REPO, gpu_pod, wait_until
 
 A100 = ['a100-0', 'a100-1']
@@ -26,26 +23,6 @@ GPU = 'nvidia.com/gpu'
 TITLE = 'GPU fleet after the A100 MIG rollout & its timeline'
 EVENTS = ['cordoned', 'drained', 'labelled', 'reported', 'verified', 'uncordoned']
 VOID = {'area', 'base', 'br', 'col', 'embed', 'hr', 'img', 'input', 'link', 'meta', 'source', 'track', 'wbr'}
-INSTALL_HINT = ('Chromium is not installed: install the OS package, e.g. as root '
-                '"apt-get update && apt-get install -y --no-install-recommends chromium" '
-                '(the integration stage of tests/runner.py does this when it runs as root)')
-
-
-def chromium():
-    path = shutil.which('chromium') or shutil.which('chromium-browser')
-    if not path:
-        pytest.fail(INSTALL_HINT)
-    return path
-
-
-def browser(tmp_path, *args):
-    """Run headless Chromium with its own profile; its stdout."""
-    cmd = [chromium(), '--headless', '--no-sandbox', '--disable-gpu', '--hide-scrollbars',
-           '--user-data-dir=%s' % (tmp_path / 'profile')] + list(args)
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=180, check=False,
-                          env=dict(os.environ, HOME=str(tmp_path)))
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    return proc.stdout
 
 
 class Dom(HTMLParser):
@@ -99,19 +76,6 @@ def gpu_node_names(core):
     """The nodes the testbed gave GPUs (its own annotation, not what the collection reads)."""
     return sorted(n.metadata.name for n in core.list_node().items
                   if int((n.metadata.annotations or {}).get('gpusim.gpuops.dev/gpus', '0')) > 0)
-
-
-def png_facts(data):
-    """(width, height, distinct byte values of the decompressed image data) of a PNG."""
-    assert data[:8] == b'\x89PNG\r\n\x1a\n', 'not a PNG'
-    width, height = struct.unpack('>II', data[16:24])
-    chunks, offset = b'', 8
-    while offset < len(data):
-        length, kind = struct.unpack('>I4s', data[offset:offset + 8])
-        if kind == b'IDAT':
-            chunks += data[offset + 8:offset + 8 + length]
-        offset += 12 + length
-    return width, height, len(set(zlib.decompress(chunks)))
 
 
 @pytest.fixture(scope='module')
@@ -214,15 +178,7 @@ def check_timeline(dom, rollout):
 
 
 def check_screenshot(tmp_path, report):
-    shot = tmp_path / 'fleet-report.png'
-    browser(tmp_path, '--screenshot=%s' % shot, '--window-size=1400,1800', (report / 'fleet-report.html').as_uri())
-    data = shot.read_bytes()
-    width, height, distinct = png_facts(data)
-    assert (width, height) == (1400, 1800)
-    assert len(data) > 20000 and distinct > 40, (len(data), distinct)  # not a blank page
-    keep = os.environ.get('GPUOPS_REPORT_SCREENSHOT')
-    if keep:
-        shutil.copyfile(str(shot), keep)
+    screenshot(tmp_path, report / 'fleet-report.html', 'GPUOPS_REPORT_SCREENSHOT')
 
 
 def test_check_mode_still_writes_the_files(testbed, a100_ready, tmp_path):

@@ -174,7 +174,10 @@ def capacity_by_product(nodes, what='fleet'):
             where = '%s: node %s: allocatable %s' % (what, node.get('name'), resource)
             out[(product, resource)] = out.get((product, resource), 0) + _count(value, where)
         for device in node.get('dra_devices') or []:  # DRA devices count as 'dra/gpu', 'dra/mig-<profile>'
-            key = (node.get('product') or device.get('product') or UNKNOWN_PRODUCT, 'dra/' + fleet_table.dra_kind(device))
+            # a node without GFD's product label: the driver's productName (NVML's), spelt as GFD labels it
+            # ('NVIDIA A100-SXM4-40GB' -> 'NVIDIA-A100-SXM4-40GB'), so one product is one row
+            spelt = (device.get('product') or '').replace(' ', '-')
+            key = (node.get('product') or spelt or UNKNOWN_PRODUCT, 'dra/' + fleet_table.dra_kind(device))
             out[key] = out.get(key, 0) + 1
     return out
 
