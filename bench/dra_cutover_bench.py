@@ -22,7 +22,7 @@ import tempfile
 import time
 
 from mig_rollout_bench import REPO, cluster, down, load, playbook, wait_labelled, write_report
-from node_timelines import Machine, batch_rows, step_stats
+from node_timelines import Machine, batch_lines, step_stats
 
 sys.path.insert(0, os.path.join(REPO, 'tests', 'integration'))
 from dra_helpers import NAMESPACE, helm_install, write_chart  # noqa: E402  (the integration tests' stand-in chart)
@@ -61,12 +61,7 @@ def timeline_lines(result, seconds):
     for key, words, whose in STEPS:
         if key in stats:
             lines.append('| %s | %s | %.2f s | %.2f s | %.2f s |' % ((words, whose) + stats[key]))
-    lines += ['', '| batch | nodes | wall | gap before | cutover own (critical node) | agents beyond S (critical node) |',
-              '|---|---|---|---|---|---|']
-    for row in batch_rows(result, seconds):
-        lines.append('| %d | %d | %.2f s | %s | %.2f s | %.2f s |' % (
-            row['batch'], row['nodes'], row['wall'], '-' if row['gap'] is None else '%.2f s' % row['gap'],
-            row['own'], row['agents']))
+    lines += [''] + batch_lines(result, seconds, 'cutover own', 'agents beyond S')
     return lines
 
 

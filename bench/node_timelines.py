@@ -87,6 +87,17 @@ def step_stats(result, reconfigure):
     return {key: (percentile(v, 0.5), percentile(v, 0.95), max(v)) for key, v in values.items() if v}
 
 
+def batch_lines(result, reconfigure, own='rollout own', agents='agents'):
+    """Markdown: per batch, its wall time, the gap before it and the critical node's split (own and agents' time)."""
+    lines = ['| batch | nodes | wall | gap before | %s (critical node) | %s (critical node) |' % (own, agents),
+             '|---|---|---|---|---|---|']
+    for row in batch_rows(result, reconfigure):
+        lines.append('| %d | %d | %.2f s | %s | %.2f s | %.2f s |' % (
+            row['batch'], row['nodes'], row['wall'], '-' if row['gap'] is None else '%.2f s' % row['gap'],
+            row['own'], row['agents']))
+    return lines
+
+
 def report_lines(result, reconfigure, machine=None, target=0.3):
     """Markdown: the per-step table (median, p95, max) against ``target``, the per-batch split, the machine."""
     stats = step_stats(result, reconfigure)
@@ -96,12 +107,7 @@ def report_lines(result, reconfigure, machine=None, target=0.3):
             med, p95, top = stats[key]
             verdict = ('**yes**' if p95 <= target else '**no**') if key in ('mig', 'dp') else ''
             lines.append('| %s | %s | %.2f s | %.2f s | %.2f s | %s |' % (words, whose, med, p95, top, verdict))
-    lines += ['', '| batch | nodes | wall | gap before | rollout own (critical node) | agents (critical node) |',
-              '|---|---|---|---|---|---|']
-    for row in batch_rows(result, reconfigure):
-        lines.append('| %d | %d | %.2f s | %s | %.2f s | %.2f s |' % (
-            row['batch'], row['nodes'], row['wall'], '-' if row['gap'] is None else '%.2f s' % row['gap'],
-            row['own'], row['agents']))
+    lines += [''] + batch_lines(result, reconfigure)
     if machine:
         lines += [''] + machine.lines()
     return lines + ['']
