@@ -8,10 +8,10 @@ __metaclass__ = type
 
 class ModuleDocFragment(object):
     """Options of the node rollout engine (plugins/module_utils/rollout/engine.py), shared by every
-    module that drives it (mig_rollout, sharing_rollout); the argument spec is
-    rollout.engine.rollout_argument_spec(), which also has the options each module documents in its
+    module that drives it (mig_rollout, sharing_rollout, dra_cutover); the argument spec is
+    rollout.inputs.rollout_argument_spec(), which also has the options each module documents in its
     own words (assignments, operator_namespace, cluster_policy, config_map, mig_strategy,
-    mig_catalog_overrides, drain, verify)."""
+    mig_catalog_overrides, drain, state_timeout with the module's default, verify)."""
 
     DOCUMENTATION = r'''
 options:
@@ -80,6 +80,12 @@ options:
       - Nodes already at their target are never refused.
     type: bool
     default: false
+'''
+
+    # The rollout lock and the progress file alone, for a module that takes the lock without the engine's options
+    # (gpuops.gpu.rollout.lock).
+    LOCK = r'''
+options:
   lock_timeout:
     description:
       - Seconds to wait for the rollout lock when another run holds it. The lock is the Lease C(gpuops-gpu-rollout)

@@ -32,7 +32,7 @@ description:
     C(spec.extendedResourceName), the DRAExtendedResource feature).
   - Idempotent and resumable like M(gpuops.gpu.sharing_rollout) - nodes already on their stack are not touched,
     progress is kept in C(gpuops.gpu/*) annotations, a failed node is held cordoned with the reason.
-extends_documentation_fragment: [kubernetes.core.k8s_auth_options, gpuops.gpu.auth, gpuops.gpu.rollout]
+extends_documentation_fragment: [kubernetes.core.k8s_auth_options, gpuops.gpu.auth, gpuops.gpu.rollout, gpuops.gpu.rollout.lock]
 attributes:
   check_mode:
     support: full
@@ -166,7 +166,7 @@ groups:
             "workloads": [{"pod": "ml/infer-0", "node": "t4-0", "resources": {"nvidia.com/gpu": 1},
                            "schedulable": true, "device_classes": ["gpu.nvidia.com"]}]}]
 lock:
-  description: Check mode only - the rollout lock as read, not taken (see M(gpuops.gpu.sharing_rollout)).
+  description: Check mode only - the rollout lock as read, not taken (its fields as in RV(gpuops.gpu.mig_rollout#module:lock)).
   returned: check mode
   type: dict
   sample: {"state": "free", "lease": "nvidia-gpu-operator/gpuops-gpu-rollout"}
@@ -214,10 +214,7 @@ from ansible_collections.gpuops.gpu.plugins.module_utils.rollout.inputs import r
 
 
 def main():
-    run_module(gpu_module(argument_spec=argument_spec(
-        state_timeout=dict(type='int', default=300),
-        **rollout_argument_spec('stack')
-    )), run)
+    run_module(gpu_module(argument_spec=argument_spec(rollout_argument_spec('stack', state_timeout=300))), run)
 
 
 if __name__ == '__main__':

@@ -25,7 +25,7 @@ description:
     killed is finished by the next run, and only nodes this module cordoned are uncordoned.
   - A failed or stuck node stops the rollout; it stays cordoned with the reason in the
     C(gpuops.gpu/rollout-reason) annotation and a Warning Event, and nodes not yet started stay untouched.
-extends_documentation_fragment: [kubernetes.core.k8s_auth_options, gpuops.gpu.auth, gpuops.gpu.rollout]
+extends_documentation_fragment: [kubernetes.core.k8s_auth_options, gpuops.gpu.auth, gpuops.gpu.rollout, gpuops.gpu.rollout.lock]
 attributes:
   check_mode:
     support: full
@@ -182,13 +182,13 @@ plan:
       type: list
       elements: dict
       contains:
-        node:
+        node: &node
           description: The node.
           type: str
-        from:
+        from: &from
           description: The MIG configuration now (C(nvidia.com/mig.config)).
           type: str
-        to:
+        to: &to
           description: The MIG configuration assigned.
           type: str
         resume:
@@ -220,15 +220,9 @@ nodes:
   type: list
   elements: dict
   contains:
-    node:
-      description: The node.
-      type: str
-    from:
-      description: The MIG configuration now (C(nvidia.com/mig.config)).
-      type: str
-    to:
-      description: The MIG configuration assigned.
-      type: str
+    node: *node
+    from: *from
+    to: *to
     phase:
       description:
         - Where the node ended, C(done), C(failed) (held cordoned and annotated, with C(reason)) or C(gone) (deleted
@@ -312,12 +306,11 @@ from ansible_collections.gpuops.gpu.plugins.module_utils.rollout.mig import run
 
 def main():
     run_module(gpu_module(argument_spec=argument_spec(
+        rollout_argument_spec('config', state_timeout=600),
         config_document=dict(type='dict'),
         cluster_policy_spec=dict(type='dict'),
-        state_timeout=dict(type='int', default=600),
         reboot_timeout=dict(type='int', default=1800),
         retry_stuck=dict(type='bool', default=False),
-        **rollout_argument_spec('config')
     )), run)
 
 

@@ -31,7 +31,7 @@ description:
     right are not touched.
   - Resumable - progress is kept in C(gpuops.gpu/*) annotations on the nodes, so a run that was killed is finished
     by the next run, and only nodes this module cordoned are uncordoned.
-extends_documentation_fragment: [kubernetes.core.k8s_auth_options, gpuops.gpu.auth, gpuops.gpu.rollout]
+extends_documentation_fragment: [kubernetes.core.k8s_auth_options, gpuops.gpu.auth, gpuops.gpu.rollout, gpuops.gpu.rollout.lock]
 attributes:
   check_mode:
     support: full
@@ -199,13 +199,13 @@ plan:
       type: list
       elements: dict
       contains:
-        node:
+        node: &node
           description: The node.
           type: str
-        from:
+        from: &from
           description: The node's profile now.
           type: str
-        to:
+        to: &to
           description: The profile assigned.
           type: str
         resume:
@@ -244,11 +244,7 @@ plan:
             "profile": "time-sliced-4", "restart_device_plugin": true, "allocatable": {"nvidia.com/gpu": 1},
             "expected_allocatable": {"nvidia.com/gpu": 4}}]}]
 lock:
-  description:
-    - Check mode only - the rollout lock (lease C(namespace/gpuops-gpu-rollout)) as read, not taken. C(state) is
-      C(free), C(held) (by another run), C(stale) (another run's, expired, so it would be taken over), C(ours) (held by
-      O(lock_holder)) or C(unknown) (not readable, with C(error)); with C(holder), C(who), C(purpose), C(nodes),
-      C(since), C(renewed), C(expires_in_s).
+  description: Check mode only - the rollout lock as read, not taken (its fields as in RV(gpuops.gpu.mig_rollout#module:lock)).
   returned: check mode
   type: dict
   sample: {"state": "held", "lease": "nvidia-gpu-operator/gpuops-gpu-rollout", "who": "awx@runner pid 41",
@@ -259,15 +255,9 @@ nodes:
   type: list
   elements: dict
   contains:
-    node:
-      description: The node.
-      type: str
-    from:
-      description: The node's profile now.
-      type: str
-    to:
-      description: The profile assigned.
-      type: str
+    node: *node
+    from: *from
+    to: *to
     phase:
       description:
         - Where the node ended, C(done), C(failed) (held cordoned and annotated, with C(reason)) or C(gone) (deleted
@@ -373,12 +363,11 @@ from ansible_collections.gpuops.gpu.plugins.module_utils.rollout.sharing_kind im
 
 def main():
     run_module(gpu_module(argument_spec=argument_spec(
+        rollout_argument_spec('profile', state_timeout=300),
         profiles=dict(type='dict'),
         default_profile=dict(type='str'),
         unshared_profile=dict(type='str'),
         restart_pod_selector=dict(type='str', default=RESTART_SELECTOR),
-        state_timeout=dict(type='int', default=300),
-        **rollout_argument_spec('profile')
     )), run)
 
 

@@ -19,8 +19,8 @@ option names, tests/unit/extensions/test_awx_argspec.py), for:
 | controller_notifications      | notification_template| all (messages: AWX-side Jinja; the vaulted URL, password)  |
 | controller_templates          | job_template         | those holding AWX-side Jinja, those the workflow and the   |
 |                               |                      | schedules run                                              |
-| controller_workflows          | workflow_job_template| the MIG, upgrade and DRA cutover workflows, with their     |
-|                               |                      | workflow_nodes                                             |
+| controller_workflows          | workflow_job_template| the MIG, upgrade, DRA cutover and DRA change window        |
+|                               |                      | workflows, with their workflow_nodes                       |
 | controller_schedules          | schedule             | the nightly report and the nightly GPU health report       |
 
 The project is seeded in the stand-in (awx.awx.project waits for the project's SCM update, which needs AWX), as
@@ -61,7 +61,8 @@ PLAN = (('controller_credential_types', 'credential_type', None),
         ('controller_templates', 'job_template', 'templates'),
         ('controller_workflows', 'workflow_job_template', ['gpuops.gpu {cluster} mig workflow',
                                                            'gpuops.gpu {cluster} upgrade workflow',
-                                                           'gpuops.gpu {cluster} DRA cutover workflow']),
+                                                           'gpuops.gpu {cluster} DRA cutover workflow',
+                                                           'gpuops.gpu {cluster} DRA change window workflow']),
         ('controller_schedules', 'schedule', ['gpuops.gpu {cluster} nightly report',
                                               'gpuops.gpu {cluster} nightly gpu health']))
 SECRET_LISTS = ('controller_credentials', 'controller_notifications')
@@ -281,7 +282,7 @@ def test_vaulted_values_only_in_their_credential_inputs(loaded):
 def test_the_workflow_nodes_as_the_yaml_says(loaded):
     awx, _rc, _output, expected = loaded
     pairs = sent(awx, 'workflow_job_templates', expected['controller_workflows'])
-    assert len(pairs) == 3
+    assert len(pairs) == 4
     for wanted, got in pairs:
         assert not mismatches(awx, 'workflow_job_template', wanted, got)
         _nodes_as_the_yaml_says(awx, wanted, got)
@@ -366,33 +367,39 @@ def test_the_upgrade_workflow_and_survey_as_loaded(loaded):
     assert (timeout['type'], timeout['default'], timeout['min'], timeout['max']) == ('integer', 900, 60, 86400)
 
 
-def test_the_dra_cutover_workflow_and_survey_as_loaded(loaded):
-    """The DRA cutover workflow as AWX would hold it: plan (check, --diff) -> approval -> cutover -> validate ->
-    report, the cutover jobs with the rollout account and dra_parts [cutover] only, validation through DRA, a
-    failed cutover still reported; its template's survey (defaults: to DRA, one node at a time, no group)."""
+def test_the_dra_cutover_and_window_workflows_and_survey_as_loaded(loaded):
+    """The DRA cutover and change window workflows as AWX would hold them: plan (check, --diff) -> approval ->
+    cutover (window) -> validate -> report, the cutover jobs with the rollout account and dra_parts [cutover] only,
+    the window's with the install account and dra_parts [window] only, validation through DRA, a failed run still
+    reported; their template's survey (defaults: to DRA, one node at a time, no group)."""
     awx, _rc, _output, _expected = loaded
     cluster = _load('settings.yml')['gpuops_awx_cluster']
-    workflow = awx.find('workflow_job_templates', 'gpuops.gpu %s DRA cutover workflow' % cluster)
-    assert (workflow['ask_inventory_on_launch'], workflow['ask_variables_on_launch']) == (False, True)
+    for kind in ('DRA cutover', 'DRA change window'):
+        workflow = awx.find('workflow_job_templates', 'gpuops.gpu %s %s workflow' % (cluster, kind))
+        assert (workflow['ask_inventory_on_launch'], workflow['ask_variables_on_launch']) == (False, True)
     rollout, install, report = ['gpuops.gpu %s %s account' % (cluster, a) for a in ('rollout', 'install', 'report')]
     dra = 'gpuops.gpu DRA resources'
-    assert _graph(awx, workflow) == {
-        'plan': ('check', dra, [rollout], {'success_nodes': ['approve']}),
-        'approve': ('approval', 'gpuops.gpu %s DRA cutover workflow approval' % cluster, [],
-                    {'success_nodes': ['cutover']}),
-        'cutover': ('run', dra, [rollout], {'success_nodes': ['validate'], 'failure_nodes': ['report']}),
-        'validate': ('run', 'gpuops.gpu validate', [install], {'always_nodes': ['report']}),
-        'report': ('run', 'gpuops.gpu report', [report], {})}
-    made = dict((n['identifier'], n) for n in awx.objects['workflow_job_template_nodes']
-                if n['workflow_job_template'] == workflow['id'])
-    assert made['plan']['diff_mode'] is True
-    extra = dict((i, _as_dict(n.get('extra_data'))) for i, n in made.items())
-    assert extra == {'plan': {'dra_parts': ['cutover']}, 'approve': {}, 'cutover': {'dra_parts': ['cutover']},
-                     'validate': {'smoke_test_mode': 'dra'}, 'report': {}}
-    approval = awx.find('workflow_approval_templates', 'gpuops.gpu %s DRA cutover workflow approval' % cluster)
-    assert approval['timeout'] == 86400
+    # the cutover with the rollout account; the change window (the operator's resources) with the install account
+    for kind, step, account in (('DRA cutover', 'cutover', rollout), ('DRA change window', 'window', install)):
+        workflow = awx.find('workflow_job_templates', 'gpuops.gpu %s %s workflow' % (cluster, kind))
+        assert _graph(awx, workflow) == {
+            'plan': ('check', dra, [account], {'success_nodes': ['approve']}),
+            'approve': ('approval', 'gpuops.gpu %s %s workflow approval' % (cluster, kind), [],
+                        {'success_nodes': [step]}),
+            step: ('run', dra, [account], {'success_nodes': ['validate'], 'failure_nodes': ['report']}),
+            'validate': ('run', 'gpuops.gpu validate', [install], {'always_nodes': ['report']}),
+            'report': ('run', 'gpuops.gpu report', [report], {})}
+        made = dict((n['identifier'], n) for n in awx.objects['workflow_job_template_nodes']
+                    if n['workflow_job_template'] == workflow['id'])
+        assert made['plan']['diff_mode'] is True
+        extra = dict((i, _as_dict(n.get('extra_data'))) for i, n in made.items())
+        assert extra == {'plan': {'dra_parts': [step]}, 'approve': {}, step: {'dra_parts': [step]},
+                         'validate': {'smoke_test_mode': 'dra'}, 'report': {}}
+        approval = awx.find('workflow_approval_templates', 'gpuops.gpu %s %s workflow approval' % (cluster, kind))
+        assert approval['timeout'] == 86400
     for words in ('batches', 'GPU pods each evicts', 'would not stay schedulable on DRA'):
-        assert words in approval['description'], words
+        assert words in awx.find('workflow_approval_templates', 'gpuops.gpu %s DRA cutover workflow approval'
+                                 % cluster)['description'], words
     template = awx.find('job_templates', dra)
     assert template['survey_enabled'] is True and template['playbook'] == 'playbooks/dra.yml'
     assert [awx.by_id('credentials', i)['name'] for i in awx.linked(template, 'credentials')] == [install]

@@ -17,6 +17,9 @@ to ``application/merge-patch+json``, so what the roles compute locally is what t
   nothing;
 - the inputs are never modified; the result shares no mutable value with them.
 
+With ``keep_nulls`` a ``None`` is a value like any other (set, not removed): how Helm merges the values
+files of ``helm upgrade -f a -f b`` before it coalesces them with the chart's (plans/helm_values.py).
+
 The three copies this replaces agreed on all of this except one case: the autoscaling plan copied
 a mapping that was new in ``base`` as it was, so ``deep_merge({}, {'a': {'b': None}})`` gave
 ``{'a': {'b': None}}`` (a null the API server would then have dropped on its own).
@@ -28,14 +31,14 @@ __metaclass__ = type
 import copy
 
 
-def deep_merge(base, patch):
+def deep_merge(base, patch, keep_nulls=False):
     """``base`` with the JSON merge patch ``patch`` applied (new objects; see the module docstring)."""
     out = copy.deepcopy(base) if isinstance(base, dict) else {}
     for key, value in (patch or {}).items():
-        if value is None:
+        if value is None and not keep_nulls:
             out.pop(key, None)
         elif isinstance(value, dict):
-            out[key] = deep_merge(out.get(key), value)
+            out[key] = deep_merge(out.get(key), value, keep_nulls)
         else:
             out[key] = copy.deepcopy(value)
     return out

@@ -31,13 +31,13 @@ MIG_CAPACITIES = ('multiprocessors', 'copyEngines', 'decoders', 'encoders', 'jpe
 # The extended resource a DeviceClass may serve (DRAExtendedResource): pods keep asking for nvidia.com/gpu.
 EXTENDED_RESOURCE = 'nvidia.com/gpu'
 
-# GPU operator (GPUCluster) node deploy labels of the DRA stack.
-DEPLOY_LABELS = ('nvidia.com/gpu.deploy.dra-driver', 'nvidia.com/gpu.deploy.dra-validator',
-                 'nvidia.com/gpu.deploy.dcgm-dra', 'nvidia.com/gpu.deploy.dcgm-exporter-dra')
 DEVICE_PLUGIN_DEPLOY_LABEL = 'nvidia.com/gpu.deploy.device-plugin'
 # The node label that places NVIDIA's standalone DRA kubelet plugin on a node (the dra role installs the driver's
 # chart with kubeletPlugin.nodeSelector on it, and a node-by-node cutover sets it), value 'true'.
 DRA_NODE_LABEL = 'gpuops.gpu/dra-kubelet-plugin'
+# The key of the rollout marker the GPU operator v26.7 change window leaves on the nodes it cordoned (never a label:
+# the marker annotation reads "<key>=<stack>").
+WINDOW_MARKER = 'gpuops.gpu/gpu-stack'
 
 # What the fleet view reads (gpu/dra_fleet.py): the plurals of the two lists and the field selector of the
 # ResourceSlice list.

@@ -137,17 +137,17 @@ class _Parser(object):
         return tree
 
     def disjunction(self):
-        tree = self.conjunction()
-        while self.peek('||'):
-            self.take()
-            tree = ('or', tree, self.conjunction())
-        return tree
+        return self.chain('||', 'or', self.conjunction)
 
     def conjunction(self):
-        tree = self.relation()
-        while self.peek('&&'):
+        return self.chain('&&', 'and', self.relation)
+
+    def chain(self, operator, tag, operand):
+        """``operand (operator operand)*``, left-associative, as nested ``(tag, left, right)`` tuples."""
+        tree = operand()
+        while self.peek(operator):
             self.take()
-            tree = ('and', tree, self.relation())
+            tree = (tag, tree, operand())
         return tree
 
     def relation(self):
@@ -186,13 +186,17 @@ class _Parser(object):
 
     def arguments(self):
         self.take('(')
-        args = []
-        while not self.peek(')'):
-            args.append(self.disjunction())
-            if not self.peek(')'):
+        return self.items(')')
+
+    def items(self, closer):
+        """Expressions separated by commas, up to and with ``closer``."""
+        items = []
+        while not self.peek(closer):
+            items.append(self.disjunction())
+            if not self.peek(closer):
                 self.take(',')
-        self.take(')')
-        return args
+        self.take(closer)
+        return items
 
     def primary(self):
         kind, value = self.take()
@@ -205,13 +209,7 @@ class _Parser(object):
             self.take(')')
             return tree
         if value == '[':
-            items = []
-            while not self.peek(']'):
-                items.append(self.disjunction())
-                if not self.peek(']'):
-                    self.take(',')
-            self.take(']')
-            return ('list', items)
+            return ('list', self.items(']'))
         if kind == 'id' and value in ('true', 'false'):
             return ('lit', value == 'true')
         if kind == 'id' and value == 'device':

@@ -40,9 +40,12 @@ except ImportError:  # pragma: no cover - AnsibleK8SModule reports missing kuber
     ApiException = _NeverRaised
 
 
-def argument_spec(**extra):
-    """kubernetes.core's auth options plus the module's own options."""
+def argument_spec(*shared, **extra):
+    """kubernetes.core's auth options, the option sets the module shares with others (``shared``, such as
+    the rollout engine's) and the module's own options."""
     spec = copy.deepcopy(AUTH_ARG_SPEC)
+    for options in shared:
+        spec.update(options)
     spec.update(extra)
     return spec
 

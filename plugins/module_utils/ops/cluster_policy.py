@@ -57,6 +57,19 @@ def read_cluster_policy(conn, name=None):
     return policies[0] if policies else None
 
 
+def delete_policy(conn, name):
+    """Delete the ClusterPolicy ``name`` (the operator removes its operands); False when it was not there."""
+    return conn.call_or_none(conn.custom.delete_cluster_custom_object, *(CLUSTER_POLICY + (name,))) is not None
+
+
+def restore_policy(conn, saved):
+    """Create the ClusterPolicy ``saved`` as it is (name, labels, annotations, spec), after a server-side dry run
+    (the CRD's schema and rules)."""
+    for dry_run in ({'dry_run': 'All'}, {}):
+        conn.call(conn.custom.create_cluster_custom_object, *(CLUSTER_POLICY + (saved,)), field_manager=FIELD_MANAGER,
+                  field_validation='Strict', **dry_run)
+
+
 def info(conn, params, check_mode=False):
     """``gpuops.gpu.cluster_policy_info``: one list call, then :func:`cp.select_policy` decides which
     ClusterPolicy the caller works on and what stops it, and :func:`cp.policy_settings` what the operator
@@ -243,7 +256,7 @@ class PolicyApply(ModuleRun):
                   'spec': {}, 'state': '', 'warnings': self.warnings,
                   'diff': {'before': {'spec': (existing or {}).get('spec')} if existing else {}, 'after': {}}}
         if existing is not None and not self.check_mode:
-            self.conn.call_or_none(self.conn.custom.delete_cluster_custom_object, *(CLUSTER_POLICY + (name,)))
+            delete_policy(self.conn, name)
         result['api_requests'] = self.conn.requests
         result['duration_s'] = round(self.clock() - started, 2)
         return result

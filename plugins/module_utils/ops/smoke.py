@@ -61,6 +61,18 @@ class _Run(object):
             case.update(status=S.TIMEOUT, seconds=round(now - t0, 1),
                         detail=unsettled % (self.timeout, last.get(key) or 'no pod'))
 
+    def _decide(self, pending, last, classify):
+        """One poll's outcomes: ``classify(key, case, stuck)`` gives each case of ``pending`` its ``(status,
+        detail)``; a case with a status is settled (removed from ``pending``), ``last`` keeps each detail."""
+        now = self.clock()
+        for key in list(pending):
+            case, t0 = pending[key]
+            status, detail = classify(key, case, now - t0 >= self.stuck_timeout)
+            last[key] = detail
+            if status is not None:
+                case.update(status=status, detail=detail, seconds=round(now - t0, 1))
+                del pending[key]
+
 
 class SmokeRunner(_Run):
     """Runs the planned cases of one smoke test run (``run_id``) in ``namespace``."""
@@ -114,10 +126,8 @@ class SmokeRunner(_Run):
             labels = labels_of(pod)
             name = next((labels[k] for k in JOB_NAME_LABELS if labels.get(k)), None)
             pods_by_job.setdefault(name, []).append(pod)
-        now = self.clock()
-        for name in list(pending):
-            case, t0 = pending[name]
-            stuck = now - t0 >= self.stuck_timeout
+
+        def classify(name, case, stuck):
             status, detail, node = S.classify(jobs_by_name.get(name), pods_by_job.get(name),
                                               wait_for=self.wait_for, stuck=stuck)
             if status is None and stuck and not pods_by_job.get(name):
@@ -127,10 +137,8 @@ class SmokeRunner(_Run):
                     status, detail = S.ERROR, warning
             case['pod'] = _newest_pod_name(pods_by_job.get(name))
             case['ran_on'] = node
-            last[name] = detail
-            if status is not None:
-                case.update(status=status, detail=detail, seconds=round(now - t0, 1))
-                del pending[name]
+            return status, detail
+        self._decide(pending, last, classify)
 
     def _job_warning(self, name):
         """The newest Warning event of a Job (for example FailedCreate: pods forbidden), or None."""
@@ -224,14 +232,7 @@ class FillRunner(_Run):
         by_case = {}
         for pod in pods:
             by_case.setdefault(labels_of(pod).get(F.FILL_LABEL), []).append(pod)
-        now = self.clock()
-        for key in list(pending):
-            case, t0 = pending[key]
-            status, detail = F.classify_fill(case, by_case.get(key), stuck=now - t0 >= self.stuck_timeout)
-            last[key] = detail
-            if status is not None:
-                case.update(status=status, detail=detail, seconds=round(now - t0, 1))
-                del pending[key]
+        self._decide(pending, last, lambda key, case, stuck: F.classify_fill(case, by_case.get(key), stuck=stuck))
 
     def cleanup(self):
         """Delete this run's fill pods at once (grace 0), the Pending ones first (so none of them takes a unit

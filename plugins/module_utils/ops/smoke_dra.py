@@ -187,31 +187,26 @@ class DraFillRunner(FillRunner):
                 self.cleanup()
         return cases
 
+    def _fill_claims(self):
+        return self.conn.call(self.conn.custom.list_namespaced_custom_object, GROUP, VERSION, self.namespace,
+                              CLAIMS, label_selector=self.selector).get('items') or []
+
     def _poll(self, pending, last):
         try:
-            pods = self._pods()
-            claims = self.conn.call(self.conn.custom.list_namespaced_custom_object, GROUP, VERSION, self.namespace,
-                                    CLAIMS, label_selector=self.selector).get('items') or []
+            pods, claims = self._pods(), self._fill_claims()
         except Exception as exc:  # a failed poll is retried until the deadline
             self.warnings.append('could not read the fill test pods and claims: %s' % api_error_message(exc))
             return
-        now = self.clock()
-        for key in list(pending):
-            case, t0 = pending[key]
-            mine = [p for p in pods if labels_of(p).get(FILL_LABEL) == key]
-            status, detail = R.classify_fill(case, mine, [c for c in claims if labels_of(c).get(FILL_LABEL) == key],
-                                             stuck=now - t0 >= self.stuck_timeout)
-            last[key] = detail
-            if status is not None:
-                case.update(status=status, detail=detail, seconds=round(now - t0, 1))
-                del pending[key]
+
+        def classify(key, case, stuck):
+            return R.classify_fill(case, [p for p in pods if labels_of(p).get(FILL_LABEL) == key],
+                                   [c for c in claims if labels_of(c).get(FILL_LABEL) == key], stuck=stuck)
+        self._decide(pending, last, classify)
 
     def cleanup(self):
         FillRunner.cleanup(self)
         delete_labelled(self, CLAIMS, 'ResourceClaim')
-        wait_gone(self, lambda: self.conn.call(self.conn.custom.list_namespaced_custom_object, GROUP, VERSION,
-                                               self.namespace, CLAIMS, label_selector=self.selector).get('items') or [],
-                  'fill claims')
+        wait_gone(self, self._fill_claims, 'fill claims')
 
 
 def _job_kwargs(params, timeout):

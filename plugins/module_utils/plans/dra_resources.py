@@ -130,18 +130,33 @@ class _Planner(object):
         self.mig_classes = set([MIG_CLASS])
         self.known_classes = set()
 
+    def _entry_errors(self, variable, keys, position, entry):
+        """The path of one entry of ``variable`` and its unknown keys; None for the errors when the entry is
+        not a mapping (that error is recorded here)."""
+        path = _path(variable, position, entry)
+        if not isinstance(entry, dict):
+            self.errors.append('%s must be a mapping, got %s' % (path, type_name(entry)))
+            return path, None
+        return path, unknown_key_errors(entry, keys, path)
+
+    def _named_entry(self, variable, keys, position, entry, example=''):
+        """``(path, name, errors)`` of an entry that names an object, its name checked; None when the entry is
+        not a mapping."""
+        path, errors = self._entry_errors(variable, keys, position, entry)
+        if errors is None:
+            return None
+        name = entry.get('name')
+        if not is_dns_subdomain(name):
+            errors.append('%s: name %r must be a lowercase DNS subdomain (a-z, 0-9, - and .)%s' % (path, name, example))
+        return path, name, errors
+
     # --- DeviceClasses -------------------------------------------------------------------------------------
 
     def device_class(self, position, entry):
-        path = _path('dra_device_classes', position, entry)
-        if not isinstance(entry, dict):
-            self.errors.append('%s must be a mapping, got %s' % (path, type_name(entry)))
+        checked = self._named_entry('dra_device_classes', CLASS_KEYS, position, entry, ', such as h100.example.com')
+        if checked is None:
             return
-        errors = unknown_key_errors(entry, CLASS_KEYS, path)
-        name = entry.get('name')
-        if not is_dns_subdomain(name):
-            errors.append('%s: name %r must be a lowercase DNS subdomain (a-z, 0-9, - and .), such as h100.example.com'
-                          % (path, name))
+        path, name, errors = checked
         expression, problems = selector_expression(entry, path)
         errors.extend(problems)
         config, problems = _sharing_config(entry, path, self.gates, selects_mig(entry))
@@ -217,14 +232,10 @@ class _Planner(object):
         return request, count if mode == 'ExactCount' and is_int(count) else None
 
     def claim_template(self, position, entry):
-        path = _path('dra_claim_templates', position, entry)
-        if not isinstance(entry, dict):
-            self.errors.append('%s must be a mapping, got %s' % (path, type_name(entry)))
+        checked = self._named_entry('dra_claim_templates', TEMPLATE_KEYS, position, entry)
+        if checked is None:
             return
-        errors = unknown_key_errors(entry, TEMPLATE_KEYS, path)
-        name = entry.get('name')
-        if not is_dns_subdomain(name):
-            errors.append('%s: name %r must be a lowercase DNS subdomain (a-z, 0-9, - and .)' % (path, name))
+        path, name, errors = checked
         device_class = self._device_class_ref(entry, path, errors)
         request, count = self._request(entry, path, errors)
         mig = selects_mig(entry) or device_class in self.mig_classes
@@ -247,11 +258,9 @@ class _Planner(object):
 
     def _quota_entry(self, position, entry):
         """The quotas role's entry for one of dra_quotas (None when it is wrong)."""
-        path = _path('dra_quotas', position, entry)
-        if not isinstance(entry, dict):
-            self.errors.append('%s must be a mapping, got %s' % (path, type_name(entry)))
+        path, errors = self._entry_errors('dra_quotas', QUOTA_KEYS, position, entry)
+        if errors is None:
             return None
-        errors = unknown_key_errors(entry, QUOTA_KEYS, path)
         devices = entry.get('devices')
         if not isinstance(devices, dict) or not devices:
             errors.append('%s.devices must be a non-empty mapping of DeviceClass name to a number of devices, such '

@@ -21,8 +21,7 @@ import re
 
 from ansible_collections.gpuops.gpu.plugins.module_utils.common.checks import (
     Fields, bool_errors, is_int, string_errors, type_name, unknown_key_errors)
-from ansible_collections.gpuops.gpu.plugins.module_utils.gpu.dra_config import enabled_gates
-from ansible_collections.gpuops.gpu.plugins.module_utils.gpu.dra_gates import release_gates
+from ansible_collections.gpuops.gpu.plugins.module_utils.gpu.dra_gates import gate_mapping, release_gates
 from ansible_collections.gpuops.gpu.plugins.module_utils.gpu.quota import parse_quantity
 from ansible_collections.gpuops.gpu.plugins.module_utils.plans.dra_resources import role_labels
 from ansible_collections.gpuops.gpu.plugins.module_utils.plans.driver import image_name_errors
@@ -33,6 +32,7 @@ NAME = 'gpu-cluster'            # the CRD's CEL rule: a singleton of this name
 MIN_KUBERNETES = (1, 34)        # resource.k8s.io/v1 is GA from 1.34
 INPUTS = ('driver_repository', 'driver_image', 'driver_version', 'feature_gates', 'kubelet_plugin',
           'compute_domains', 'dcgm', 'dcgm_exporter', 'parts')
+HELM_RELEASE, HELM_NAMESPACE = 'meta.helm.sh/release-name', 'meta.helm.sh/release-namespace'
 _VERSION_RE = re.compile(r'^v?(\d+)\.(\d+)', re.ASCII)
 
 
@@ -64,10 +64,8 @@ def _gate_map(gates, version, errors):
     """The featureGates mapping from dra_driver_feature_gates (a list of names or a {name: bool} mapping), each name
     checked against the gates of the driver release ``version`` (empty: the operator's default, newer than the
     table of gpu/dra_gates.py)."""
-    enabled, bad = enabled_gates(gates)
+    gate_map, _enabled, bad = gate_mapping(gates)
     errors.extend('dra_driver_feature_gates: ' + e for e in bad)
-    gate_map = dict((k, v) for k, v in gates.items() if isinstance(v, bool)) if isinstance(gates, dict) else \
-        dict((k, True) for k in sorted(enabled))
     release, known = release_gates(version if isinstance(version, str) else '')
     for name in gate_map:
         if name not in known:
@@ -93,8 +91,9 @@ def _old_kubelets(nodes):
     return sorted(old)
 
 
-def cluster_errors(reads):
-    """Why the cluster cannot take a GPUCluster now: each reason once, in the order a user fixes them."""
+def cluster_errors(reads, window=False):
+    """Why the cluster cannot take a GPUCluster now: each reason once, in the order a user fixes them. With
+    ``window`` (the change window replaces the ClusterPolicy) a ClusterPolicy is no reason."""
     errors = []
     if not reads.get('crd_served'):
         errors.append('the cluster serves no GPUCluster (%s): GPU operator >= 26.7 needed (install or upgrade the '
@@ -107,12 +106,39 @@ def cluster_errors(reads):
     if not reads.get('resource_v1_served'):
         errors.append('the API server does not serve resource.k8s.io/v1 (DeviceClass): Dynamic Resource Allocation '
                       'must be on (Kubernetes >= 1.34)')
+    releases = sorted(set('%s/%s' % (ann.get(HELM_NAMESPACE), ann[HELM_RELEASE]) for ann in (
+        (c.get('metadata') or {}).get('annotations') or {} for c in reads.get('device_classes') or []
+        if str((c.get('metadata') or {}).get('name')).endswith('.nvidia.com')) if ann.get(HELM_RELEASE)))
+    if releases:
+        errors.append("NVIDIA's standalone DRA driver chart is installed (Helm release %s, which owns the nvidia.com "
+                      "DeviceClasses): with a GPUCluster the GPU operator deploys the driver itself, and two kubelet "
+                      "plugins of gpu.nvidia.com on a node conflict; uninstall the release first, or keep the "
+                      "standalone driver and move node groups with the part cutover" % ', '.join(releases))
     policies = sorted((p.get('metadata') or {}).get('name') or '?' for p in reads.get('cluster_policies') or [])
-    if policies:
+    if policies and not window:
         errors.append('ClusterPolicy %s exists: GPU operator v26.7 runs one of them, ClusterPolicy or GPUCluster, '
-                      'never both (its node labelling stops and the GPUCluster stays notReady); use the cutover '
-                      'window: moving the whole cluster from the ClusterPolicy to a GPUCluster is a separate step, '
-                      'not this part' % ', '.join(policies))
+                      'never both (its node labelling stops and the GPUCluster stays notReady); move the cluster in '
+                      'a change window instead: dra_parts [window] with dra_cutover_stack dra (it saves and deletes '
+                      'the ClusterPolicy, then writes this GPUCluster)' % ', '.join(policies))
+    return errors
+
+
+_CONFLICTS = {
+    'driver': "with a GPUCluster the GPU operator deploys the DRA driver itself, and two kubelet plugins of "
+              "gpu.nvidia.com on one node conflict",
+    'cutover': "the node-group cutover moves nodes to the standalone DRA driver, while with a GPUCluster the operator "
+               "serves every GPU node",
+}
+
+
+def part_errors(parts):
+    """Parts of the dra role that cannot run together with a GPUCluster (parts gpucluster and window)."""
+    errors = ["dra_parts has both '%s' and '%s': %s; keep one of them" % (part, other, why)
+              for part, why in sorted(_CONFLICTS.items()) for other in ('gpucluster', 'window')
+              if part in parts and other in parts]
+    if 'gpucluster' in parts and 'window' in parts:
+        errors.append("dra_parts has both 'gpucluster' and 'window': the window writes the GPUCluster itself (from the "
+                      "same dra_gpucluster_* inputs); keep 'window'")
     return errors
 
 
@@ -139,7 +165,8 @@ def gpucluster_plan(config, reads):
     kubelet_plugin {env {name: value}, resources {limits, requests}, healthcheck {enabled, port}},
     compute_domains, dcgm, dcgm_exporter, parts: the role's dra_parts). ``reads``: crd_served, resource_v1_served (the API server's side of
     Kubernetes >= 1.34: resource.k8s.io/v1 is served from 1.34), nodes (the GPU nodes: their kubelets' versions),
-    cluster_policies (the ClusterPolicies), existing (the GPUClusters). On any error, definition is None.
+    cluster_policies (the ClusterPolicies), existing (the GPUClusters), device_classes (the DeviceClasses: a Helm
+    release that owns the nvidia.com ones is the standalone driver's chart). On any error, definition is None.
     """
     config, reads = config or {}, reads or {}
     errors = unknown_key_errors(config, INPUTS, 'gpucluster inputs')
@@ -154,10 +181,9 @@ def gpucluster_plan(config, reads):
     if config.get('kubelet_plugin') is not None:
         errors.extend(KUBELET_PLUGIN(config['kubelet_plugin'], 'dra_gpucluster_kubelet_plugin'))
     gate_map = _gate_map(config.get('feature_gates') or [], config.get('driver_version'), errors)
-    if 'driver' in (config.get('parts') or []):
-        errors.append("dra_parts has both 'driver' and 'gpucluster': with a GPUCluster the GPU operator deploys the DRA "
-                      "driver itself, and two kubelet plugins of gpu.nvidia.com on one node conflict; keep one of them")
-    errors.extend(cluster_errors(reads))
+    parts = config.get('parts') or []
+    errors.extend(part_errors(parts))
+    errors.extend(cluster_errors(reads, window='window' in parts))
     existing = [o for o in reads.get('existing') or [] if (o.get('metadata') or {}).get('name') == NAME]
     summary = {'name': NAME, 'exists': bool(existing),
                'state': ((existing[0].get('status') or {}).get('state') if existing else None),

@@ -26,6 +26,8 @@ __metaclass__ = type
 import copy
 import json
 
+from ansible_collections.gpuops.gpu.plugins.module_utils.common.merge import deep_merge
+
 GLOBAL = 'global'
 VALUE_WIDTH = 80       # characters of one value in a diff line
 DIFF_LINES = 200       # lines of one diff; the rest is counted
@@ -34,13 +36,7 @@ DIFF_LINES = 200       # lines of one diff; the rest is counted
 def merge_values(base, overrides):
     """``overrides`` deep-merged over ``base`` (the values ``helm upgrade -f base -f overrides`` is given):
     mappings merge key by key, anything else (a list, a scalar, ``null``) replaces."""
-    out = copy.deepcopy(base) if isinstance(base, dict) else {}
-    for key, value in (overrides or {}).items():
-        if isinstance(value, dict) and isinstance(out.get(key), dict):
-            out[key] = merge_values(out[key], value)
-        else:
-            out[key] = copy.deepcopy(value)
-    return out
+    return deep_merge(base, overrides, keep_nulls=True)
 
 
 def _coalesce_tables(dst, src, merge):

@@ -73,6 +73,17 @@ def _hint(name, names):
     return '; did you mean %s?' % close if close else ''
 
 
+def _named(wanted, known, option, kind, errors):
+    """The objects of ``known`` (a dict by name) that ``wanted`` names, in its order; an error for each missing."""
+    found = []
+    for name in wanted or []:
+        if name in known:
+            found.append(known[name])
+        else:
+            errors.append('%s: %s %s does not exist%s' % (option, kind, name, _hint(name, known)))
+    return found
+
+
 # --- what is tested ------------------------------------------------------------------------------------------
 
 def requested_classes(claim_spec):
@@ -95,18 +106,8 @@ def select_objects(classes, templates, wanted_classes=None, wanted_templates=Non
     by_key = dict((_key(t), t) for t in templates or [])
     named = bool(wanted_classes or wanted_templates)
     if named:
-        chosen = []
-        for name in wanted_classes or []:
-            if name in by_name:
-                chosen.append(by_name[name])
-            else:
-                errors.append('device_classes: DeviceClass %s does not exist%s' % (name, _hint(name, by_name)))
-        picked = []
-        for key in wanted_templates or []:
-            if key in by_key:
-                picked.append(by_key[key])
-            else:
-                errors.append('claim_templates: ResourceClaimTemplate %s does not exist%s' % (key, _hint(key, by_key)))
+        chosen = _named(wanted_classes, by_name, 'device_classes', 'DeviceClass', errors)
+        picked = _named(wanted_templates, by_key, 'claim_templates', 'ResourceClaimTemplate', errors)
     else:
         chosen = [c for c in classes or [] if _by_role(c) or meta_of(c).get('name') in DRIVER_CLASSES]
         picked = [t for t in templates or [] if _by_role(t)]

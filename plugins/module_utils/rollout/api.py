@@ -35,6 +35,7 @@ from ansible_collections.gpuops.gpu.plugins.module_utils.common.objects import m
 from ansible_collections.gpuops.gpu.plugins.module_utils.gpu import dra
 from ansible_collections.gpuops.gpu.plugins.module_utils.gpu.dra_fleet import current_slices
 from ansible_collections.gpuops.gpu.plugins.module_utils.ops.inventory import Lister
+from ansible_collections.gpuops.gpu.plugins.module_utils.rollout.watch import NodeWatch
 from ansible_collections.gpuops.gpu.plugins.module_utils.k8s.client import transport_words
 from ansible_collections.gpuops.gpu.plugins.module_utils.common.errors import api_error_message, status_of
 
@@ -214,6 +215,12 @@ class RolloutApi(object):
             self._events = None
 
 
+def slice_node(item):
+    """The node a ResourceSlice is about: spec.nodeName, else its pool's name (the driver names pools after nodes)."""
+    spec = item.get('spec') or {}
+    return spec.get('nodeName') or (spec.get('pool') or {}).get('name')
+
+
 class SliceReader(object):
     """The driver's current ResourceSlices by node, one list call shared by every node read within ``ttl``
     seconds (the engine asks for each node of a batch on each tick)."""
@@ -235,10 +242,22 @@ class SliceReader(object):
     def fill(self, slices):
         by_node = {}
         for item in current_slices(slices if isinstance(slices, list) else [])[0]:
-            spec = item.get('spec') or {}
-            node = spec.get('nodeName') or (spec.get('pool') or {}).get('name')
-            by_node.setdefault(node, []).append(item)
+            by_node.setdefault(slice_node(item), []).append(item)
         self._by_node, self._read = by_node, time.monotonic()
+
+    def offer(self, _item):
+        """A slice changed (the watch saw it): the next read lists them again."""
+        with self._lock:
+            self._read = None
+
+    forget = offer
+
+    def watch(self, conn, woken):
+        """A watch of the driver's slices that wakes a rollout as soon as the slice of a node it follows changes
+        (rollout/watch.py), instead of at its next poll; each change makes the next read list them again."""
+        request = (conn.custom.list_cluster_custom_object, (_SLICE_GROUP, _SLICE_VERSION, dra.RESOURCE_SLICES),
+                   {'field_selector': '%s=%s' % (dra.SLICE_DRIVER_FIELD, dra.DRIVER)})
+        return NodeWatch(conn, None, woken=woken, cache=self, request=request, node_of=slice_node)
 
     def __call__(self, name):
         with self._lock:

@@ -92,7 +92,8 @@ def run(conn, params, check_mode, log=None):
     reader.fill(slices)
     kind = StackKind(reader)
     rollout = NodeRollout(conn, kind, dict(params, check_mode=check_mode), log=log,
-                          progress=Progress(params.get('progress_file'), 'stack', params.get('progress_timeout')))
+                          progress=Progress(params.get('progress_file'), 'stack', params.get('progress_timeout')),
+                          watch_more=reader.watch)
     nodes = dict((n['metadata']['name'], n) for n in rollout.list_nodes())
     assignments, errors = resolve_assignments(params['assignments'], nodes, 'stack')
     todo = [n for n in assignments if not kind.at_target(nodes[n], assignments[n])]

@@ -35,14 +35,19 @@ def _ref(pod):
 
 
 def selected_pods(pods, pod_selector=None):
-    """GPU pods to move off a node: active, not DaemonSet-owned, plus those ``pod_selector``
-    (labels, equality) selects among the other active, non-DaemonSet pods."""
+    """GPU pods to move off a node: active, not DaemonSet-owned, asking for GPU extended resources or holding
+    ResourceClaims (devices handed out through DRA), plus those ``pod_selector`` (labels, equality) selects among
+    the other active, non-DaemonSet pods."""
     chosen = gn.gpu_pods(pods)
+    movable = [p for p in pods if gn.pod_is_active(p) and not gn.pod_is_daemonset(p)]
+    others = [p for p in movable if (p.get('spec') or {}).get('resourceClaims')]
     if pod_selector:
-        others = [p for p in pods if gn.pod_is_active(p) and not gn.pod_is_daemonset(p)
-                  and all(labels_of(p).get(k) == v for k, v in pod_selector.items())]
-        names = set(id(p) for p in chosen)
-        chosen += [p for p in others if id(p) not in names]
+        others += [p for p in movable if all(labels_of(p).get(k) == v for k, v in pod_selector.items())]
+    names = set(id(p) for p in chosen)
+    for pod in others:
+        if id(pod) not in names:
+            names.add(id(pod))
+            chosen.append(pod)
     return chosen
 
 

@@ -84,9 +84,12 @@ class NodeRollout(object):
     reboot_timeout, verify_timeout, verify, retry_stuck, poll_interval, check_mode.
     """
 
-    def __init__(self, conn, kind, opts, log=None, progress=None):
+    def __init__(self, conn, kind, opts, log=None, progress=None, watch_more=None):
         self.conn = conn
         self.kind = kind
+        # (conn, woken) -> a second watch (rollout/watch.py) of what the kind waits for besides the nodes
+        self.watch_more = watch_more
+        self.more = None
         self.opts = opts
         self.progress = progress or Progress()  # rollout/progress.py: what the job output shows
         self.log = self.progress.message if log is None else (lambda msg: (log(msg), self.progress.message(msg)))
@@ -182,8 +185,9 @@ class NodeRollout(object):
         waiter = Waiter(self.opts['poll_interval'], wake=self.wake)
         steps = NodeSteps(self.api, self.kind, self.opts, waiter, self.log)
         states = dict((name, self._state(name, work, nodes_by_name)) for name in batch)
-        if self.watch is not None and feed is None:
-            self.watch.follow(batch)
+        for watch in (self.watch, self.more):
+            if watch is not None and feed is None:
+                watch.follow(batch)
         workers = feed.size if feed is not None else len(batch)
         pool = ThreadPoolExecutor(max_workers=max(1, min(workers, MAX_WORKERS)))
         try:
@@ -210,6 +214,7 @@ class NodeRollout(object):
         while True:
             self.wake.clear()
             changed = self.watch.take() if self.watch is not None else set()
+            changed |= self.more.take() if self.more is not None else set()
             for name, (future, started) in list(running.items()):
                 if future.done():
                     del running[name]
@@ -359,6 +364,7 @@ class NodeRollout(object):
         if batches and self.api.nodes_version:
             self.api.follow(nodes_by_name[n] for n in work)
             self.watch = NodeWatch(self.api.conn, self.api.nodes_version, woken=self.wake, cache=self.api)
+            self.more = self.watch_more(self.api.conn, self.wake) if self.watch_more is not None else None
         self.api.start_events()
         try:
             if self.window is not None and batches:
@@ -366,9 +372,10 @@ class NodeRollout(object):
             else:
                 self._run_batches(batches, work, nodes_by_name, result)
         finally:
-            if self.watch is not None:
-                self.watch.stop()
-                self.watch = None
+            for watch in (self.watch, self.more):
+                if watch is not None:
+                    watch.stop()
+            self.watch = self.more = None
             self.api.stop_events(wait=not self.api_lost)
             if not self.api_lost and batches:  # nothing rolled out: nothing can have appeared during it
                 self._new_nodes(nodes_by_name)
@@ -396,8 +403,9 @@ class NodeRollout(object):
         """The rolling window: one batch that starts the next node as soon as one finishes (_Window)."""
         window = self.window
         window.start(self, work, nodes_by_name)
-        if self.watch is not None:
-            self.watch.follow(list(work))
+        for watch in (self.watch, self.more):
+            if watch is not None:
+                watch.follow(list(work))
         self.log('rolling window of %d node(s) over %d node(s)' % (window.size, len(work)))
         self.progress.batch(1, 1, [])
         try:

@@ -255,10 +255,11 @@ def resolve_assignments(assignments, nodes_by_name, value_key):
     return out, errors
 
 
-def rollout_argument_spec(value_key):
+def rollout_argument_spec(value_key, state_timeout=300):
     """The options every module that drives the engine has: ``assignments`` (nodes by name and/or
-    selector, each with its ``value_key``: config, profile), where the GPU operator and its
-    ClusterPolicy are, and the engine's own options (documented once in the gpuops.gpu.rollout doc
+    selector, each with its ``value_key``: config, profile, stack), where the GPU operator and its
+    ClusterPolicy are, how long a node may take to reach its target (``state_timeout``, its default
+    the module's), and the engine's own options (documented once in the gpuops.gpu.rollout doc
     fragment; the others, whose words differ, in each module)."""
     return dict(
         assignments=dict(type='list', elements='dict', required=True, options={
@@ -279,6 +280,7 @@ def rollout_argument_spec(value_key):
         force=dict(type='bool', default=False),
         grace_period=dict(type='int'),
         drain_timeout=dict(type='int', default=300),
+        state_timeout=dict(type='int', default=state_timeout),
         verify=dict(type='bool', default=True),
         verify_timeout=dict(type='int', default=180),
         api_timeout=dict(type='int', default=300),

@@ -28,7 +28,7 @@ import time
 from ansible_collections.gpuops.gpu.plugins.module_utils.common import names
 from ansible_collections.gpuops.gpu.plugins.module_utils.common.objects import annotations_of
 from ansible_collections.gpuops.gpu.plugins.module_utils.gpu import node as gn
-from ansible_collections.gpuops.gpu.plugins.module_utils.gpu.dra import DRA_NODE_LABEL
+from ansible_collections.gpuops.gpu.plugins.module_utils.gpu.dra import DRA_NODE_LABEL, WINDOW_MARKER
 from ansible_collections.gpuops.gpu.plugins.module_utils.rollout import drain as dr
 from ansible_collections.gpuops.gpu.plugins.module_utils.rollout.api import now_iso
 from ansible_collections.gpuops.gpu.plugins.module_utils.rollout.progress import mark
@@ -49,7 +49,7 @@ def target_marker(kind, value):
 
 # the module that drives each label, for the message about a node another rollout holds
 _ROLLOUT_MODULES = {gn.LABEL_MIG_CONFIG: 'gpuops.gpu.mig_rollout', gn.LABEL_DP_CONFIG: 'gpuops.gpu.sharing_rollout',
-                    DRA_NODE_LABEL: 'gpuops.gpu.dra_cutover'}
+                    DRA_NODE_LABEL: 'gpuops.gpu.dra_cutover', WINDOW_MARKER: 'gpuops.gpu.dra_window'}
 
 
 def held_elsewhere(kind, nodes_by_name, names):

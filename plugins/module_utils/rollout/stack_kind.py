@@ -17,7 +17,8 @@ then this kind's label patch moves it:
   driver publishes no slice for the node and its GPU extended resources are allocatable again.
 
 The slices are read by the cluster side (rollout/dra_cutover.py), which gives the kind ``slices_of``: node name
--> the driver's current slices of that node. ``workload_plan`` says, for the check-mode plan, which pods ask for
+-> the driver's current slices of that node. ``served_verdict``, whether a stack serves a node, is the kind's test
+and the GPU operator change window's (rollout/dra_window.py). ``workload_plan`` says, for the check-mode plan, which pods ask for
 GPUs as extended resources and whether they stay schedulable once their nodes are on DRA.
 """
 
@@ -80,6 +81,25 @@ def current_stack(node):
     return MIXED
 
 
+def served_verdict(node, value, slices):
+    """('done'|'wait', detail): whether the stack ``value`` serves the node, from the node (its GPU extended
+    resources, GFD's counts) and ``slices``, the driver's current ResourceSlices of the node."""
+    devices = device_count(slices)
+    plugin = advertised(node)
+    if value == DRA:
+        want = expected_devices(node)
+        if plugin:
+            return 'wait', 'the device plugin still advertises %s' % _words(plugin)
+        if devices < want:
+            return 'wait', 'the ResourceSlice of %s lists %d of %d device(s)' % (dra.DRIVER, devices, want)
+        return 'done', '%d device(s) published by %s, no GPU extended resource' % (devices, dra.DRIVER)
+    if devices:
+        return 'wait', '%s still publishes %d device(s) for the node' % (dra.DRIVER, devices)
+    if not plugin:
+        return 'wait', 'the device plugin does not advertise %s yet' % gn.GPU_RESOURCE
+    return 'done', 'the device plugin advertises %s, no slice of %s' % (_words(plugin), dra.DRIVER)
+
+
 class StackKind(object):
     """The GPU stack of a node through the device plugin's deploy label and the DRA kubelet plugin's label.
 
@@ -129,21 +149,7 @@ class StackKind(object):
             labels = labels_of(node)
             return 'failed', ('labels %s=%s, %s=%s were changed by someone else during the cutover'
                               % (DP_LABEL, labels.get(DP_LABEL), DRA_LABEL, labels.get(DRA_LABEL)))
-        name = meta_of(node).get('name')
-        devices = device_count(self.slices_of(name))
-        plugin = advertised(node)
-        if value == DRA:
-            want = expected_devices(node)
-            if plugin:
-                return 'wait', 'the device plugin still advertises %s' % _words(plugin)
-            if devices < want:
-                return 'wait', 'the ResourceSlice of %s lists %d of %d device(s)' % (dra.DRIVER, devices, want)
-            return 'done', '%d device(s) published by %s, no GPU extended resource' % (devices, dra.DRIVER)
-        if devices:
-            return 'wait', '%s still publishes %d device(s) for the node' % (dra.DRIVER, devices)
-        if not plugin:
-            return 'wait', 'the device plugin does not advertise %s yet' % gn.GPU_RESOURCE
-        return 'done', 'the device plugin advertises %s, no slice of %s' % (_words(plugin), dra.DRIVER)
+        return served_verdict(node, value, self.slices_of(meta_of(node).get('name')))
 
     def expected_allocatable(self, node, value):
         """None of the GPU extended resources on DRA; on the device plugin what it advertises (once back),

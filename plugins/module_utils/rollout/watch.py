@@ -37,7 +37,9 @@ def watch_events(resp):
 
 
 class NodeWatch(object):
-    """Follows node changes from ``resource_version`` on, in a daemon thread.
+    """Follows node changes from ``resource_version`` on, in a daemon thread (or, with ``request``
+    (call, args, kwargs) and ``node_of`` (object -> node name), the changes of other objects that are
+    about nodes, such as the DRA driver's ResourceSlices: rollout.api.SliceReader.watch).
 
     ``follow(names)`` sets the nodes of interest, ``take()`` returns those changed since the last
     call, ``wait(timeout)`` returns early when one changed (the rollout's common.waiter.Waiter wakes
@@ -48,7 +50,7 @@ class NodeWatch(object):
     timeout is WATCH_SECONDS + WATCH_READ_SLACK, so a hung apiserver ends it too.
     """
 
-    def __init__(self, conn, resource_version, woken=None, cache=None):
+    def __init__(self, conn, resource_version, woken=None, cache=None, request=None, node_of=None):
         self.conn = conn
         self.cache = cache
         self.alive = True
@@ -59,7 +61,10 @@ class NodeWatch(object):
         self.lock = threading.Lock()
         self.stopped = False
         self.resp = None
-        self.thread = threading.Thread(target=self._run, name='gpuops-node-watch')
+        # another kind of object than nodes: the list call and its arguments, and the node an object is about
+        self.request = request or (conn.core.list_node, (), {})
+        self.node_of = node_of or (lambda obj: meta_of(obj).get('name'))
+        self.thread = threading.Thread(target=self._run, name='gpuops-watch')
         self.thread.daemon = True
         self.thread.start()
 
@@ -87,9 +92,10 @@ class NodeWatch(object):
     def _follow(self):
         while not self.stopped:
             try:
-                self.resp = self.conn.request(self.conn.core.list_node, watch=True, resource_version=self.version,
+                call, args, kwargs = self.request
+                self.resp = self.conn.request(call, *args, watch=True, resource_version=self.version,
                                               timeout_seconds=WATCH_SECONDS, allow_watch_bookmarks=True,
-                                              _request_timeout=self._timeout())
+                                              _request_timeout=self._timeout(), **kwargs)
                 for event in watch_events(self.resp):
                     if self.stopped or event.get('type') == 'ERROR':  # e.g. 410 Gone: polling goes on alone
                         return
@@ -108,9 +114,10 @@ class NodeWatch(object):
             self.cache.offer(obj)
         elif self.cache is not None and kind == 'DELETED':
             self.cache.forget(meta.get('name'))
+        name = self.node_of(obj)
         with self.lock:
-            if meta.get('name') in self.names:
-                self.changed.add(meta['name'])
+            if name in self.names:
+                self.changed.add(name)
                 self.woken.set()
 
     def stop(self):

@@ -35,6 +35,9 @@ DEFAULTS = {
     # Seconds the simulated DRA kubelet plugin takes to publish a node's ResourceSlice after its pod is Running
     # (the stack-switch time of a cutover from the device plugin to DRA); 0: at once.
     "dra_plugin_start_seconds": 0.0,
+    # Play the GPU operator v26.7's node labelling for a ClusterPolicy too (deploy labels of the ClusterPolicy stack
+    # where absent, the DRA stack's swept: gpusim/gpucluster.py), in a test bed without the operator binary.
+    "clusterpolicy_node_labels": False,
     "slow_factor": 10,
     # Full re-list interval of every informer (seconds); watches are restarted more often.
     "resync_seconds": 300,
@@ -179,6 +182,8 @@ def validate(cfg):
         raise ConfigError("simulation.mig_reconfigure_seconds must be >= 0")
     if not isinstance(cfg["driver"].get("dynamic_mig"), bool):
         raise ConfigError("simulation.driver.dynamic_mig must be true or false")
+    if not isinstance(cfg["clusterpolicy_node_labels"], bool):
+        raise ConfigError("simulation.clusterpolicy_node_labels must be true or false")
     if cfg["dra_plugin_start_seconds"] < 0:
         raise ConfigError("simulation.dra_plugin_start_seconds must be >= 0")
     for name, pkg in cfg["olm"]["packages"].items():

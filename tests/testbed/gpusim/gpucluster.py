@@ -10,6 +10,10 @@ operands run. With a ClusterPolicy as well, the node labelling stops with an err
 labelling has nothing to follow and leaves the labels as they are; its DaemonSets go with it (owner references),
 so the DRA kubelet plugin stops serving (gpusim/agents/dra.py).
 
+With ``simulation.clusterpolicy_node_labels`` (a test bed without the operator binary plays the v26.7 operator for
+both of its resources), while a ClusterPolicy exists and no GPUCluster does, every GPU node gets the ClusterPolicy
+stack's deploy labels where absent or empty and loses the DRA stack's (``policy_label_patch``).
+
 Not simulated: the operand DaemonSets themselves (the kubelet plugin "runs" on a node while the GPUCluster is
 active and the node's ``nvidia.com/gpu.deploy.dra-driver`` is ``true``), the finalizer and its drain, the
 validator, DCGM, the compute-domain controller.
@@ -28,6 +32,28 @@ DEVICE_PLUGIN_ONLY_LABELS = tuple(C.DEPLOY_PREFIX + k for k in (
     "gpu-feature-discovery", "container-toolkit", "device-plugin", "dcgm", "dcgm-exporter", "node-status-exporter",
     "operator-validator", "client", "sandbox-device-plugin", "sandbox-validator", "vfio-manager", "kata-manager",
     "cc-manager", "vgpu-device-manager", "kata-sandbox-device-plugin", "mig-manager"))
+
+
+# controllers/state_manager.go gpuStateLabels["container"]: the ClusterPolicy stack's deploy labels of a container
+# workload node; mig-manager besides on a MIG-capable node (addGPUStateLabels)
+CLUSTER_POLICY_LABELS = tuple(C.DEPLOY_PREFIX + k for k in (
+    "driver", "gpu-feature-discovery", "container-toolkit", "device-plugin", "dcgm", "dcgm-exporter",
+    "node-status-exporter", "operator-validator", "client"))
+MIG_MANAGER_LABEL = C.DEPLOY_PREFIX + "mig-manager"
+
+
+def policy_label_patch(labels, claims_in_use):
+    """The v26.7 operator's node labelling while a ClusterPolicy is its configuration ({} when nothing changes):
+    the ClusterPolicy stack's deploy labels where absent or empty, mig-manager on a MIG-capable node, and the DRA
+    stack's keys swept, ``dra-driver`` kept while pods on the node use claims (``claims_in_use``)."""
+    if labels.get(C.L_GPU_PRESENT) != "true":
+        return {}
+    patch = dict((k, "true") for k in CLUSTER_POLICY_LABELS if not labels.get(k))
+    if labels.get("nvidia.com/mig.capable") == "true" and MIG_MANAGER_LABEL not in labels:
+        patch[MIG_MANAGER_LABEL] = "true"
+    patch.update((k, None) for k in DRA_STACK_LABELS if k in labels and k not in CLUSTER_POLICY_LABELS
+                 and not (k == DRA_DRIVER_LABEL and claims_in_use))
+    return patch
 
 
 def active(gpuclusters, cluster_policies):

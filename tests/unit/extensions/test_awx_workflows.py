@@ -200,29 +200,35 @@ def test_upgrade_workflow_runs_the_upgrade_with_the_install_account():
     assert by_id['plan']['unified_job_template'] == by_id['apply']['unified_job_template']
 
 
-def test_dra_cutover_workflow_is_plan_approve_cutover_validate_report():
-    """The cutover as a rollout: plan (check, --diff) -> approval -> cutover -> validate through DRA -> report, the
-    DRA template with dra_parts [cutover] only (never its resources default) and the rollout account."""
-    workflow = WORKFLOWS['gpuops.gpu %s DRA cutover workflow' % CLUSTER]
+@pytest.mark.parametrize('kind, step, account, words', [
+    ('DRA cutover', 'cutover', 'rollout', ('batches', 'pods', 'schedulable on DRA')),
+    ('DRA change window', 'window', 'install', ('steps', 'swap the ClusterPolicy and the GPUCluster',
+                                                'schedulable on DRA')),
+])
+def test_dra_workflows_are_plan_approve_run_validate_report(kind, step, account, words):
+    """The node-group cutover and the cluster-wide change window as rollouts: plan (check, --diff) -> approval ->
+    the run -> validate through DRA -> report, the DRA template with only their part in dra_parts (never its
+    resources default); the cutover with the rollout account, the window, which replaces the GPU operator's
+    resources, with the install account."""
+    workflow = WORKFLOWS['gpuops.gpu %s %s workflow' % (CLUSTER, kind)]
     dra = 'gpuops.gpu DRA resources'
     assert TEMPLATES[dra]['playbook'] == 'playbooks/dra.yml'
     assert chain(workflow) == [(dra, 'check'), ('approval', None), (dra, 'run'),
                                ('gpuops.gpu validate', 'run'), ('gpuops.gpu report', 'run')]
     by_id = nodes(workflow)
-    assert list(by_id) == ['plan', 'approve', 'cutover', 'validate', 'report']
+    assert list(by_id) == ['plan', 'approve', step, 'validate', 'report']
     assert by_id['plan']['diff_mode'] is True
-    rollout = [{'name': 'gpuops.gpu %s rollout account' % CLUSTER}]
-    for name in ('plan', 'cutover'):
-        assert by_id[name]['extra_data'] == {'dra_parts': ['cutover']}, name
-        assert by_id[name]['related']['credentials'] == rollout, name
+    for name in ('plan', step):
+        assert by_id[name]['extra_data'] == {'dra_parts': [step]}, name
+        assert by_id[name]['related']['credentials'] == [{'name': 'gpuops.gpu %s %s account' % (CLUSTER, account)}]
     assert by_id['validate']['extra_data'] == {'smoke_test_mode': 'dra'}
     approval = by_id['approve']['unified_job_template']
     assert approval['timeout'] > 0
-    for words in ('batches', 'pods', 'schedulable on DRA'):
-        assert words in approval['description'], words
-    assert following(by_id['cutover'], 'failure_nodes') == ['report']
+    for word in words:
+        assert word in approval['description'], word
+    assert following(by_id[step], 'failure_nodes') == ['report']
     assert following(by_id['validate'], 'always_nodes') == ['report']
-    assert workflow['notification_templates_approvals']
+    assert workflow['notification_templates_approvals'] and workflow['ask_inventory_on_launch'] is False
     assert 'dra_cutover_stack' in [q['variable'] for q in TEMPLATES[dra]['survey_spec']['spec']]
 
 
@@ -244,7 +250,7 @@ def binding_errors(workflow):
     """Why a workflow could reach another cluster than its own: it asks for an inventory at launch (AWX workflows
     cannot prompt for credentials, so the credentials would stay those of its nodes), or a job node runs without
     its cluster's inventory or with another account than its template's (that cluster's least one)."""
-    match = re.match(r'^gpuops\.gpu (.+) (mig|sharing|upgrade|DRA cutover|new cluster) workflow$', workflow['name'])
+    match = re.match(r'^gpuops\.gpu (.+) (mig|sharing|upgrade|DRA cutover|DRA change window|new cluster) workflow$', workflow['name'])
     if not match:
         return ['%s: a workflow is named after its cluster' % workflow['name']]
     cluster = match.group(1)

@@ -80,7 +80,8 @@ HELM_TARBALL = 'helm-%s-linux-amd64.tar.gz' % HELM_VERSION
 
 def test_definition_is_v3_with_a_base_image_and_pinned_tools():
     assert EE['version'] == 3
-    assert EE['images']['base_image']['name']
+    # by digest: every build starts from the same image
+    assert re.match(r'^[a-z0-9./-]+:stream9@sha256:[0-9a-f]{64}$', EE['images']['base_image']['name'])
     deps = EE['dependencies']
     constraints = _pins('ee-constraints.txt')
     # the image runs the ansible-core and ansible-runner of its constraints, which the newest version matrix

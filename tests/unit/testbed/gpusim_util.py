@@ -123,3 +123,41 @@ sharing:
     - name: nvidia.com/gpu
       replicas: 4
 """
+
+
+class FakeInformer(object):
+    """An informer's cache in memory: the objects of the resource ``res`` by key (their name unless ``key`` says
+    otherwise), the handlers told of each object put, as the real informer's ``update_local`` tells them."""
+
+    def __init__(self, *objs, **kwargs):
+        self.res = kwargs.get("res")
+        self.key = kwargs.get("key") or (lambda o: o["metadata"]["name"])
+        self.store = dict((self.key(o), o) for o in objs)
+        self.handlers = []
+
+    def add_handler(self, fn):
+        self.handlers.append(fn)
+
+    def get(self, key):
+        return self.store.get(key)
+
+    def items(self):
+        return list(self.store.values())
+
+    def keys(self):
+        return list(self.store)
+
+    def by_index(self, _name, value):
+        return [p for p in self.store.values() if p["spec"].get("nodeName") == value]
+
+    def put(self, obj):
+        old = self.store.get(self.key(obj))
+        self.store[self.key(obj)] = obj
+        for fn in self.handlers:
+            fn("MODIFIED" if old else "ADDED", obj, old)
+
+    def update_local(self, obj):
+        self.put(obj)
+
+    def wait_synced(self, timeout=None):
+        return True

@@ -6,51 +6,9 @@ import time
 from gpusim import contract as C
 from gpusim import kube as K
 from gpusim.agents.nodes import DevicePluginAgent, MigManagerAgent, NFDAgent
-from gpusim_util import CATALOG, cfg, node
+from gpusim_util import CATALOG, FakeInformer, cfg, node
 
-
-def merge(dst, patch):
-    for k, v in patch.items():
-        if v is None:
-            dst.pop(k, None)
-        elif isinstance(v, dict) and isinstance(dst.get(k), dict):
-            merge(dst[k], v)
-        else:
-            dst[k] = copy.deepcopy(v)
-
-
-class FakeInformer(object):
-    def __init__(self, key=lambda o: o["metadata"]["name"]):
-        self.store = {}
-        self.handlers = []
-        self.key = key
-
-    def add_handler(self, fn):
-        self.handlers.append(fn)
-
-    def get(self, key):
-        return self.store.get(key)
-
-    def items(self):
-        return list(self.store.values())
-
-    def keys(self):
-        return list(self.store)
-
-    def by_index(self, _name, value):
-        return [p for p in self.store.values() if p["spec"].get("nodeName") == value]
-
-    def put(self, obj):
-        old = self.store.get(self.key(obj))
-        self.store[self.key(obj)] = obj
-        for fn in self.handlers:
-            fn("MODIFIED" if old else "ADDED", obj, old)
-
-    def update_local(self, obj):
-        self.put(obj)
-
-    def wait_synced(self, timeout=None):
-        return True
+from ansible_collections.gpuops.gpu.plugins.module_utils.common.merge import deep_merge
 
 
 class FakeKube(object):
@@ -62,8 +20,7 @@ class FakeKube(object):
     def merge_patch(self, res, name, patch, namespace=None, subresource=None):
         assert res is K.NODES
         self.patches += 1
-        n = copy.deepcopy(self.ctx._nodes.get(name))
-        merge(n, patch)
+        n = deep_merge(self.ctx._nodes.get(name), patch)   # the apiserver's JSON merge patch
         n["metadata"]["resourceVersion"] = str(int(n["metadata"]["resourceVersion"]) + 1)
         return n
 
@@ -148,8 +105,7 @@ def labels(ctx, name):
 
 
 def set_label(ctx, name, **kv):
-    n = copy.deepcopy(ctx._nodes.get(name))
-    merge(n["metadata"]["labels"], kv)
+    n = deep_merge(ctx._nodes.get(name), {"metadata": {"labels": kv}})
     n["metadata"]["resourceVersion"] = str(int(n["metadata"]["resourceVersion"]) + 1)
     ctx._nodes.put(n)
 

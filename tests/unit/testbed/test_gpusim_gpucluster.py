@@ -7,7 +7,7 @@ from gpusim import deviceplugin
 from gpusim import gpucluster
 from gpusim import kube as K
 from gpusim.agents.gpucluster import STATUS, GPUClusterAgent
-from gpusim_util import apply_plan, cfg, node, product
+from gpusim_util import FakeInformer, apply_plan, cfg, node, product
 
 GC = {"metadata": {"name": "gpu-cluster"}, "spec": {"draDriver": {}}}
 CP = {"metadata": {"name": "cluster-policy"}}
@@ -22,6 +22,22 @@ def test_label_patch_sets_the_dra_stack_and_sweeps_the_device_plugin_stack():
                      DP + "dra-driver": "true", DP + "dra-validator": "true", DP + "dcgm-exporter-dra": "true"}
     labels.update(patch)
     assert gpucluster.label_patch(dict((k, v) for k, v in labels.items() if v is not None)) == {}
+
+
+def test_policy_label_patch_sets_the_cluster_policy_stack_and_sweeps_the_dra_stack():
+    labels = {C.L_GPU_PRESENT: "true", "nvidia.com/mig.capable": "true", DP + "device-plugin": "false",
+              DP + "gpu-feature-discovery": "", DP + "driver": "true", DP + "dra-driver": "true",
+              DP + "dcgm-dra": "true"}
+    patch = gpucluster.policy_label_patch(labels, claims_in_use=False)
+    assert patch == {DP + "gpu-feature-discovery": "true", DP + "container-toolkit": "true", DP + "dcgm": "true",
+                     DP + "dcgm-exporter": "true", DP + "node-status-exporter": "true",
+                     DP + "operator-validator": "true", DP + "client": "true", DP + "mig-manager": "true",
+                     DP + "dra-driver": None, DP + "dcgm-dra": None}
+    # the DRA kubelet plugin stays while pods on the node use claims
+    assert DP + "dra-driver" not in gpucluster.policy_label_patch(labels, claims_in_use=True)
+    labels.update(patch)
+    assert gpucluster.policy_label_patch(dict((k, v) for k, v in labels.items() if v is not None), False) == {}
+    assert gpucluster.policy_label_patch({DP + "dra-driver": "true"}, False) == {}
 
 
 def test_no_labels_on_a_node_without_gpus():
@@ -60,25 +76,6 @@ def test_the_device_plugin_follows_the_deploy_labels_under_a_gpucluster():
     assert n["status"]["allocatable"][C.GPU_RESOURCE] == "0"
 
 
-class Store(object):
-    def __init__(self, res, *objs):
-        self.res = res
-        self.objs = dict((o["metadata"]["name"], o) for o in objs)
-        self.handlers = []
-
-    def add_handler(self, fn):
-        self.handlers.append(fn)
-
-    def get(self, key):
-        return self.objs.get(key)
-
-    def items(self):
-        return list(self.objs.values())
-
-    def update_local(self, obj):
-        self.objs[obj["metadata"]["name"]] = obj
-
-
 class Kube(object):
     def __init__(self, ctx):
         self.ctx = ctx
@@ -99,11 +96,18 @@ class Kube(object):
 class Ctx(object):
     operator_namespace = "gpu-operator"
 
-    def __init__(self, gpuclusters, policies, nodes):
-        self.cfg, self.stop = cfg(), threading.Event()
-        self.stores = {"gpuclusters": Store(K.GPUCLUSTERS, *gpuclusters),
-                       "clusterpolicies": Store(K.CLUSTERPOLICIES, *policies), "nodes": Store(K.NODES, *nodes)}
+    def __init__(self, gpuclusters, policies, nodes, pods=(), **simulation):
+        self.cfg, self.stop = dict(cfg(), **simulation), threading.Event()
+        self.stores = {"gpuclusters": FakeInformer(*gpuclusters, res=K.GPUCLUSTERS),
+                       "clusterpolicies": FakeInformer(*policies, res=K.CLUSTERPOLICIES),
+                       "nodes": FakeInformer(*nodes, res=K.NODES), "pods": FakeInformer(*pods, res=K.PODS)}
         self.kube = Kube(self)
+
+    def pods(self):
+        return self.stores["pods"]
+
+    def cluster_policy(self):
+        return (self.clusterpolicies().items() or [None])[0]
 
     def gpuclusters(self):
         return self.stores["gpuclusters"]
@@ -142,3 +146,24 @@ def test_agent_leaves_nodes_alone_beside_a_cluster_policy():
     run(ctx)
     assert ctx.nodes().get("gpu-0")["metadata"]["labels"] == {C.L_GPU_PRESENT: "true", DP + "device-plugin": "true"}
     assert ctx.gpuclusters().get("gpu-cluster")["status"]["state"] == "notReady"
+
+
+def test_agent_plays_the_cluster_policy_labelling_only_when_asked():
+    dra_node = {C.L_GPU_PRESENT: "true", DP + "dra-driver": "true", DP + "dcgm-dra": "true", DP + "driver": "true"}
+    ctx = Ctx([], [CP], [node("gpu-0", labels=dict(dra_node))])
+    run(ctx)
+    assert ctx.nodes().get("gpu-0")["metadata"]["labels"] == dra_node
+    claim_pod = {"metadata": {"name": "p"}, "spec": {"nodeName": "gpu-0", "containers": [{"claims": True}]},
+                 "status": {"phase": "Running"}}
+    ctx = Ctx([], [CP], [node("gpu-0", labels=dict(dra_node))], [claim_pod], clusterpolicy_node_labels=True)
+    run(ctx)
+    labels = ctx.nodes().get("gpu-0")["metadata"]["labels"]
+    assert labels[DP + "device-plugin"] == "true" and DP + "dcgm-dra" not in labels
+    assert labels[DP + "dra-driver"] == "true"  # a pod on the node still uses its claim
+    ctx.pods().store.clear()
+    run(ctx)
+    assert DP + "dra-driver" not in ctx.nodes().get("gpu-0")["metadata"]["labels"]
+    # beside a GPUCluster the ClusterPolicy is not the operator's configuration
+    ctx = Ctx([copy.deepcopy(GC)], [CP], [node("gpu-0", labels=dict(dra_node))], clusterpolicy_node_labels=True)
+    run(ctx)
+    assert ctx.nodes().get("gpu-0")["metadata"]["labels"] == dra_node

@@ -42,6 +42,11 @@ def test_deep_merge_cases(base, patch, expected):
     assert deep_merge(base, patch) == expected
 
 
+def test_deep_merge_keep_nulls_sets_them():
+    merged = deep_merge({'a': {'b': 1, 'c': 2}, 'd': 3}, {'a': {'b': None}, 'd': None, 'e': {'f': None}}, keep_nulls=True)
+    assert merged == {'a': {'b': None, 'c': 2}, 'd': None, 'e': {'f': None}}
+
+
 def test_deep_merge_shares_nothing():
     patch = {'a': {'l': [1]}}
     base = {'b': {'l': [2]}}

@@ -9,6 +9,7 @@ __metaclass__ = type
 
 import copy
 import pytest
+from ansible_collections.gpuops.gpu.plugins.module_utils.common.merge import deep_merge
 from ansible_collections.gpuops.gpu.plugins.module_utils.k8s.client import Connection
 from ansible_collections.gpuops.gpu.plugins.module_utils.ops import olm as olm_cluster
 from ansible_collections.gpuops.gpu.tests.unit.plugins.module_utils.fakes import FakeClock
@@ -55,14 +56,6 @@ class FakeCore(object):
         self.store.namespaces.pop(name, None)
 
 
-def merge(dst, patch):
-    for key, value in patch.items():
-        if isinstance(value, dict) and isinstance(dst.get(key), dict):
-            merge(dst[key], value)
-        else:
-            dst[key] = copy.deepcopy(value)
-
-
 class FakeCustom(object):
     def __init__(self, store):
         self.store = store
@@ -94,7 +87,7 @@ class FakeCustom(object):
 
     def patch_namespaced_custom_object(self, group, version, namespace, plural, name, body, **_kwargs):
         self.store.writes.append(('patch', plural, name))
-        merge(self.store.objects[(plural, namespace, name)], body)
+        self.store.objects[(plural, namespace, name)] = deep_merge(self.store.objects[(plural, namespace, name)], body)
         return copy.deepcopy(self.store.objects[(plural, namespace, name)])
 
     def delete_namespaced_custom_object(self, group, version, namespace, plural, name, **_kwargs):

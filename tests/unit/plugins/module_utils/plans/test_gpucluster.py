@@ -77,9 +77,23 @@ def test_each_cluster_refusal_is_one_sentence(changes, words):
     assert len(plan['errors']) == 1 and words in plan['errors'][0], plan['errors']
 
 
-def test_the_cluster_policy_refusal_says_the_cutover_is_separate():
-    plan = gpucluster_plan({}, reads(cluster_policies=[{'metadata': {'name': 'b'}}, {'metadata': {'name': 'a'}}]))
-    assert 'ClusterPolicy a, b exists' in plan['errors'][0] and 'use the cutover window' in plan['errors'][0]
+def test_the_cluster_policy_refusal_points_to_the_window():
+    policies = [{'metadata': {'name': 'b'}}, {'metadata': {'name': 'a'}}]
+    plan = gpucluster_plan({}, reads(cluster_policies=policies))
+    assert 'ClusterPolicy a, b exists' in plan['errors'][0] and 'dra_parts [window]' in plan['errors'][0]
+    window = gpucluster_plan({'parts': ['window']}, reads(cluster_policies=policies))
+    assert window['errors'] == [] and window['definition']['metadata']['name'] == 'gpu-cluster'
+
+
+@pytest.mark.parametrize('parts, words', [
+    (['driver', 'gpucluster'], "'driver' and 'gpucluster': with a GPUCluster the GPU operator deploys"),
+    (['driver', 'window'], "'driver' and 'window': with a GPUCluster the GPU operator deploys"),
+    (['cutover', 'window'], "'cutover' and 'window': the node-group cutover moves nodes to the standalone"),
+    (['gpucluster', 'window'], "'gpucluster' and 'window': the window writes the GPUCluster itself"),
+])
+def test_parts_that_cannot_run_with_a_gpucluster(parts, words):
+    plan = gpucluster_plan({'parts': parts}, READS)
+    assert len(plan['errors']) == 1 and words in plan['errors'][0], plan['errors']
 
 
 def test_every_input_error_at_once():
@@ -107,9 +121,20 @@ def test_gates_are_those_of_the_driver_release():
     assert gpucluster_plan({'driver_version': 'v25.12.0', 'feature_gates': ['DynamicMIG']}, READS)['errors'] == []
 
 
-def test_not_with_the_driver_chart():
-    plan = gpucluster_plan({'parts': ['driver', 'gpucluster']}, READS)
-    assert len(plan['errors']) == 1 and "dra_parts has both 'driver' and 'gpucluster'" in plan['errors'][0]
+def test_not_beside_the_standalone_driver_chart():
+    helm = {'meta.helm.sh/release-name': 'nvidia-dra-driver-gpu', 'meta.helm.sh/release-namespace': 'dra'}
+    classes = [{'metadata': {'name': 'gpu.nvidia.com', 'annotations': helm}},
+               {'metadata': {'name': 'mig.nvidia.com', 'annotations': helm}},
+               {'metadata': {'name': 'team-a.example.com', 'annotations': dict(helm, **{
+                   'meta.helm.sh/release-name': 'other'})}}]
+    plan = gpucluster_plan({}, reads(device_classes=classes))
+    assert len(plan['errors']) == 1, plan['errors']
+    assert "chart is installed (Helm release dra/nvidia-dra-driver-gpu, which owns" in plan['errors'][0]
+    operator_made = [{'metadata': {'name': 'gpu.nvidia.com'}}]
+    assert gpucluster_plan({}, reads(device_classes=operator_made))['errors'] == []
+
+
+def test_with_the_resources_part():
     assert gpucluster_plan({'parts': ['resources', 'gpucluster']}, READS)['errors'] == []
 
 

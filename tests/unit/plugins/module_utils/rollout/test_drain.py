@@ -54,3 +54,10 @@ def test_selected_pods_are_gpu_pods_plus_the_selector():
             pod('ds', {'role': 'cache'}, False, owner='DaemonSet')]
     assert [p['metadata']['name'] for p in drain.selected_pods(pods)] == ['gpu']
     assert [p['metadata']['name'] for p in drain.selected_pods(pods, {'role': 'cache'})] == ['gpu', 'helper']
+    claims = pod('claim', {'role': 'cache'}, False)
+    claims['spec']['resourceClaims'] = [{'name': 'gpu', 'resourceClaimTemplateName': 'one-gpu'}]
+    ds_claims = pod('ds-claim', {}, False, owner='DaemonSet')
+    ds_claims['spec']['resourceClaims'] = claims['spec']['resourceClaims']
+    pods += [claims, ds_claims]
+    assert [p['metadata']['name'] for p in drain.selected_pods(pods)] == ['gpu', 'claim']
+    assert [p['metadata']['name'] for p in drain.selected_pods(pods, {'role': 'cache'})] == ['gpu', 'claim', 'helper']

@@ -265,27 +265,21 @@ class TestMemo(object):
         assert [memo.get(('sq', x), square, x)['x'] for x in (2, 3, 2, 2, 3)] == [4, 9, 4, 4, 9]
         assert calls == [2, 3] and memo.computed == 2
 
-    def test_a_value_error_is_remembered_and_raised_again_each_time(self):
+    @pytest.mark.parametrize('error, computed', [
+        (ValueError('no such config'), 1),  # remembered, and raised again each time
+        (KeyError('x'), 3),  # other errors are not remembered
+    ], ids=['value-error-remembered', 'other-error-not-remembered'])
+    def test_errors(self, error, computed):
         memo, calls = inputs.Memo(), []
 
-        def bad():
+        def failing():
             calls.append(1)
-            raise ValueError('no such config')
+            raise error
         for _i in range(3):
-            with pytest.raises(ValueError, match='no such config'):
-                memo.get('k', bad)
-        assert calls == [1]
-
-    def test_other_errors_are_not_remembered(self):
-        memo, calls = inputs.Memo(), []
-
-        def broken():
-            calls.append(1)
-            raise KeyError('x')
-        for _i in range(2):
-            with pytest.raises(KeyError):
-                memo.get('k', broken)
-        assert calls == [1, 1]
+            with pytest.raises(type(error)) as raised:
+                memo.get('k', failing)
+            assert raised.value.args == error.args
+        assert len(calls) == computed
 
     def test_callers_get_copies(self):
         memo = inputs.Memo()
