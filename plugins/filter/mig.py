@@ -6,7 +6,7 @@
 
 Documentation lives in the sidecar files mig_geometry_errors.yml,
 mig_capacity.yml, mig_profiles.yml, mig_parted_errors.yml, mig_plan.yml,
-mig_pending_demand.yml and mig_quota_demand.yml.
+mig_pending_demand.yml, mig_claim_demand.yml and mig_quota_demand.yml.
 """
 
 from __future__ import (absolute_import, division, print_function)
@@ -56,7 +56,7 @@ def mig_plan(nodes, document, demand, strategy='mixed', policy=None, overrides=N
     return plan
 
 
-def mig_pending_demand(pods, nodes, declared=None):
+def mig_pending_demand(pods, nodes, declared=None, claimed=None):
     """The demand that lets the Pending GPU pods run (see mig_pending_demand.yml)."""
     from ansible_collections.gpuops.gpu.plugins.module_utils.gpu.mig_demand import pending_demand
     if isinstance(nodes, dict) and 'nodes' in nodes:
@@ -64,7 +64,27 @@ def mig_pending_demand(pods, nodes, declared=None):
     if not isinstance(pods, list) or not isinstance(nodes, list):
         raise AnsibleFilterError('mig_pending_demand: pods and nodes must be lists (k8s_info resources, '
                                  'gpu_nodes_info nodes)')
-    return pending_demand(pods, nodes, declared)
+    if claimed is not None and not isinstance(claimed, dict):
+        raise AnsibleFilterError('mig_pending_demand: claimed must be a demand, resource to count')
+    return pending_demand(pods, nodes, declared, claimed)
+
+
+def mig_claim_demand(claims, nodes, classes=None, pods=None):
+    """The demand of the DRA claims of the Pending pods, and the pool with its DRA devices in use (see
+    mig_claim_demand.yml)."""
+    from ansible_collections.gpuops.gpu.plugins.module_utils.gpu.mig_demand_claims import (
+        claim_demand, nodes_with_dra_use)
+    if isinstance(claims, dict) and 'resources' in claims:
+        claims = claims['resources']
+    if isinstance(nodes, dict) and 'nodes' in nodes:
+        nodes = nodes['nodes']
+    classes, pods = [] if classes is None else classes, [] if pods is None else pods
+    if not all(isinstance(value, list) for value in (claims, nodes, classes, pods)):
+        raise AnsibleFilterError('mig_claim_demand: claims, nodes, classes and pods must be lists (k8s_info '
+                                 'resources, gpu_nodes_info nodes)')
+    result = claim_demand(claims, classes, pods)
+    result['nodes'] = nodes_with_dra_use(nodes)
+    return result
 
 
 def mig_quota_demand(quotas, declared=None):
@@ -91,5 +111,6 @@ class FilterModule(object):
             'mig_parted_errors': mig_parted_errors,
             'mig_plan': mig_plan,
             'mig_pending_demand': mig_pending_demand,
+            'mig_claim_demand': mig_claim_demand,
             'mig_quota_demand': mig_quota_demand,
         })

@@ -166,3 +166,43 @@ def test_mig_on_a_dra_node_is_verified_through_its_resource_slice(driver, testbe
     res = mig("all-disabled")
     assert res["nodes"][0]["phase"] == "done"
     assert len(slices(custom)["a100-0"][0]["spec"]["devices"]) == 8
+
+
+def test_mig_from_demand_reads_the_claims_of_pending_pods(driver, testbed, core, custom, namespace):
+    """a100-0 on DRA, MIG off: a Pending pod claims two 1g.5gb devices through a ResourceClaimTemplate with a profile
+    selector (the claim the resource claim controller makes). The mig role's demand path (tasks/demand.yml, in check
+    mode; the test bed has no ClusterPolicy, so the play builds the mig-parted document as preflight.yml does) reads
+    the claim as demand and plans a config with 1g.5gb devices for a100-0."""
+    rc, res, raw = cutover(testbed.kubeconfig, "dra", nodes=["a100-0"])
+    assert rc == 0, raw
+    cel = "device.driver == 'gpu.nvidia.com' && device.attributes['gpu.nvidia.com'].profile == '1g.5gb'"
+    custom.create_namespaced_custom_object("resource.k8s.io", "v1", namespace, "resourceclaimtemplates", {
+        "apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaimTemplate", "metadata": {"name": "small"},
+        "spec": {"spec": {"devices": {"requests": [{"name": "gpu", "exactly": {
+            "deviceClassName": "mig.nvidia.com", "count": 2, "selectors": [{"cel": {"expression": cel}}]}}]}}}})
+    core.create_namespaced_pod(namespace, {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "train"}, "spec": {
+        "terminationGracePeriodSeconds": 0, "resourceClaims": [{"name": "gpu", "resourceClaimTemplateName": "small"}],
+        "containers": [{"name": "cuda", "image": "cuda:12.4.0-base-ubi9", "resources": {"claims": [{"name": "gpu"}]}}]}})
+
+    def claim_names():
+        items = custom.list_namespaced_custom_object("resource.k8s.io", "v1", namespace, "resourceclaims")["items"]
+        return [c["metadata"]["name"] for c in items if not (c.get("status") or {}).get("allocation")]
+    (claim,) = wait_until("the claim made from the template", claim_names, 60)
+    assert core.read_namespaced_pod("train", namespace).status.phase == "Pending"
+
+    product = "nvidia.com/gpu.product=NVIDIA-A100-SXM4-40GB"
+    tasks = [
+        {"name": "nodes", "kubernetes.core.k8s_info": {"kind": "Node", "label_selectors": [product]}, "register": "n"},
+        {"name": "document", "ansible.builtin.set_fact": {"__mig_document": (
+            "{{ {} | gpuops.gpu.mig_parted_document(n.resources | map(attribute='metadata.labels')"
+            " | map('gpuops.gpu.gpu_base_product') | unique | sort, include_builtin=true) }}")}},
+        {"name": "demand", "ansible.builtin.include_role": {"name": "gpuops.gpu.mig", "tasks_from": "demand"},
+         "vars": {"mig_demand_from_pending": True, "mig_strategy": "mixed", "mig_demand_label_selector": product}}]
+    rc, results, raw = run_play(testbed.kubeconfig, tasks, check=True)
+    assert rc == 0, raw[-4000:]
+    shown = results["demand | Show the demand"]["msg"]
+    assert shown["pending claims"] == ["%s/%s" % (namespace, claim)], shown
+    assert shown["demand"].get("nvidia.com/mig-1g.5gb") == 2, shown
+    table = results["demand | Show the plan (node, from -> to, capacity delta, pods affected)"]["msg"]
+    assert any(line.startswith("a100-0 ") for line in table), table
+    assert any(line.startswith("mig-1g.5gb: demand 2, before 0, after ") for line in table), table

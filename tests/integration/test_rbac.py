@@ -248,8 +248,8 @@ def report_user(api_client, applied):
 
 
 def test_accounts_hold_the_dra_permissions_their_jobs_use(api_client, applied, report_user):
-    """DRA and quotas as the jobs use them: the rollout account reads ResourceQuotas (MIG from demand), the driver's
-    ResourceSlices and the ResourceClaims (gpu_nodes_info's DRA view), and writes gpu_health's DeviceTaintRules but no
+    """DRA and quotas as the jobs use them: the rollout account reads ResourceQuotas and DeviceClasses (MIG from
+    demand), the driver's ResourceSlices and the ResourceClaims (gpu_nodes_info's DRA view), and writes gpu_health's DeviceTaintRules but no
     other DRA object; the report account only reads slices and claims."""
     authz = client.AuthorizationV1Api(api_client)
     rollout = 'system:serviceaccount:%s:%s' % (SA_NS, SA)
@@ -260,6 +260,7 @@ def test_accounts_hold_the_dra_permissions_their_jobs_use(api_client, applied, r
             asked[(who, verb, 'resourceslices')] = True
             asked[(who, verb, 'resourceclaims')] = True
         asked[(rollout, verb, 'resourcequotas')] = True
+        asked[(rollout, verb, 'deviceclasses')] = True
         asked[(report_user, verb, 'resourcequotas')] = False
     for verb in ('get', 'list', 'create', 'update', 'delete'):
         asked[(rollout, verb, 'devicetaintrules')] = True

@@ -126,15 +126,16 @@ def _plannable(resource):
     return resource == GPU_RESOURCE or resource.startswith(MIG_RESOURCE_PREFIX)
 
 
-def _unscheduled(pod):
+def unscheduled(pod):
     return ((pod.get('status') or {}).get('phase') == 'Pending'
             and not (pod.get('spec') or {}).get('nodeName'))
 
 
-def pending_demand(pods, nodes, declared=None):
+def pending_demand(pods, nodes, declared=None, claimed=None):
     """The demand that lets the Pending pods run: what the pool's pods use now (``requested`` of the
     gpu_nodes_info nodes) plus what the unscheduled Pending pods among ``pods`` request, per
-    nvidia.com/gpu and nvidia.com/mig-* resource; ``declared`` (a demand) raises it where it asks for more.
+    nvidia.com/gpu and nvidia.com/mig-* resource, plus ``claimed`` (what their DRA claims ask for,
+    gpu/mig_demand_claims.py); ``declared`` (a demand) raises it where it asks for more.
 
     Returns ``{'demand': {...}, 'pending': ['namespace/name', ...]}``.
     """
@@ -143,10 +144,11 @@ def pending_demand(pods, nodes, declared=None):
         for name, qty in ((node or {}).get('requested') or {}).items():
             if _plannable(name) and qty:
                 demand[name] = demand.get(name, 0) + qty
+    add_resources(demand, dict((n, q) for n, q in (claimed or {}).items() if _plannable(n)))
     pending = []
     for pod in pods or []:
         wanted = dict((n, q) for n, q in pod_gpu_requests(pod).items() if _plannable(n))
-        if _unscheduled(pod) and wanted:
+        if unscheduled(pod) and wanted:
             pending.append(pod_key(pod))
             for name, qty in wanted.items():
                 demand[name] = demand.get(name, 0) + qty

@@ -18,8 +18,8 @@ A100 = 'NVIDIA-A100-SXM4-40GB'
 
 
 def test_filter_names():
-    assert sorted(FILTERS) == ['mig_capacity', 'mig_geometry_errors', 'mig_parted_errors', 'mig_pending_demand',
-                               'mig_plan', 'mig_profiles', 'mig_quota_demand']
+    assert sorted(FILTERS) == ['mig_capacity', 'mig_claim_demand', 'mig_geometry_errors', 'mig_parted_errors',
+                               'mig_pending_demand', 'mig_plan', 'mig_profiles', 'mig_quota_demand']
 
 
 def test_mig_geometry_errors():
@@ -112,6 +112,25 @@ def test_mig_pending_demand_takes_the_gpu_nodes_info_result():
     assert FILTERS['mig_pending_demand']([pod], info) == {'demand': {'nvidia.com/mig-1g.5gb': 3}, 'pending': ['a/p']}
     with pytest.raises(AnsibleFilterError, match='pods and nodes must be lists'):
         FILTERS['mig_pending_demand']({'resources': []}, info)
+
+
+def test_mig_claim_demand_takes_the_k8s_info_and_gpu_nodes_info_results():
+    cel = "device.driver == 'gpu.nvidia.com' && device.attributes['gpu.nvidia.com'].profile == '1g.5gb'"
+    claim = {'metadata': {'namespace': 'a', 'name': 'p-gpu', 'ownerReferences': [{'kind': 'Pod', 'name': 'p'}]},
+             'spec': {'devices': {'requests': [{'name': 'gpu', 'exactly': {'deviceClassName': 'mig.nvidia.com',
+                                                                           'count': 2}}]}}}
+    mig_class = {'metadata': {'name': 'mig.nvidia.com'}, 'spec': {'selectors': [{'cel': {'expression': cel}}]}}
+    pod = {'metadata': {'namespace': 'a', 'name': 'p'}, 'status': {'phase': 'Pending'}, 'spec': {}}
+    info = {'nodes': [{'name': 'n', 'requested': {}, 'gpu_pods': [], 'dra_devices': [
+        {'type': 'mig', 'profile': '1g.5gb', 'allocated': True, 'pods': ['a/q']}]}]}
+    result = FILTERS['mig_claim_demand']({'resources': [claim]}, info, classes=[mig_class], pods=[pod])
+    assert result == {'demand': {'nvidia.com/mig-1g.5gb': 2}, 'claims': ['a/p-gpu'], 'unread': [], 'nodes': [
+        dict(info['nodes'][0], requested={'nvidia.com/mig-1g.5gb': 1}, gpu_pods=['a/q'])]}
+    assert FILTERS['mig_pending_demand']([pod], result['nodes'], claimed=result['demand'])['demand'] == {
+        'nvidia.com/mig-1g.5gb': 3}
+    assert FILTERS['mig_claim_demand']([], info)['demand'] == {}
+    with pytest.raises(AnsibleFilterError, match='must be lists'):
+        FILTERS['mig_claim_demand']([claim], info, classes='mig.nvidia.com')
 
 
 def test_mig_quota_demand_takes_the_k8s_info_result():
