@@ -15,7 +15,7 @@ author:
 description:
   - GPU operator v26.7 runs a ClusterPolicy (the NVIDIA device plugin) or a GPUCluster (NVIDIA's DRA driver), never
     both, so a running fleet moves all at once. This module runs that change window, and its way back.
-  - To V(dra) - saves the ClusterPolicy (name, labels, annotations, spec) to the ConfigMap
+  - To V(dra) - saves the ClusterPolicy (name, labels, annotations, spec) to the Secret
     C(gpuops-gpu-saved-clusterpolicy) in O(operator_namespace), cordons and drains every GPU node
     (C(nvidia.com/gpu.present=true)) batch by batch (PodDisruptionBudgets honoured), deletes the ClusterPolicy,
     creates the GPUCluster O(gpucluster), waits until every node's ResourceSlice of driver C(gpu.nvidia.com) lists
@@ -27,7 +27,8 @@ description:
   - Refused before any write, every reason at once - a cluster that serves no GPUCluster (operator before v26.7),
     C(resource.k8s.io/v1) not served (to V(dra)), a ClusterPolicy that deploys the GPU driver itself (its driver
     DaemonSet goes with it; a GPUCluster deploys no driver), nothing to restore, NotReady nodes, nodes held by
-    another rollout or in a MIG change.
+    another rollout or in a MIG change, and a GPUCluster (or, back, a saved ClusterPolicy) that the API server
+    refuses in a server-side dry run.
   - When a node cannot be drained the window stops before the switch; the drained nodes stay cordoned. A node the
     new stack does not serve by O(state_timeout) stays cordoned with the reason on it (C(gpuops.gpu/) annotations).
     Run again to resume, or run the window the other way to undo.
@@ -132,7 +133,7 @@ steps:
   returned: always
   type: list
   elements: str
-  sample: ["save ClusterPolicy gpu-cluster-policy to ConfigMap nvidia-gpu-operator/gpuops-gpu-saved-clusterpolicy"]
+  sample: ["save ClusterPolicy gpu-cluster-policy to Secret nvidia-gpu-operator/gpuops-gpu-saved-clusterpolicy"]
 batches:
   description: GPU node names per drain batch, in order.
   returned: always

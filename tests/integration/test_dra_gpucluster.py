@@ -15,13 +15,14 @@ GPUCluster, waits for every node's slice and uncordons; a second run changes not
 ClusterPolicy exactly and the device plugin serves every node again. The test bed plays the v26.7 operator's node
 labelling for the ClusterPolicy too (configs/dra.yaml simulation.clusterpolicy_node_labels)."""
 
+import base64
 import json
 import os
 
 import pytest
 from kubernetes import client
 
-from ansible_run import changed_tasks, node_facts, run_role
+from ansible_run import changed_tasks, node_facts, run_play, run_role
 from cluster_policy_example import clusterpolicy_example
 from conftest import REPO, create_namespace, gpu_pod, wait_until
 from dra_helpers import slices, wait_pools
@@ -125,13 +126,19 @@ WINDOW = dict(VARIABLES, dra_parts=['window'], dra_cutover_max_unavailable=2, dr
 def window_view(custom, core):
     """What the window may change: the ClusterPolicies, the GPUClusters, the saved copy, the GPU nodes."""
     policies = custom.list_cluster_custom_object(GROUP, 'v1', 'clusterpolicies')['items']
-    saved = [c.metadata.name for c in core.list_namespaced_config_map(OPERATOR_NAMESPACE).items
+    saved = [c.metadata.name for c in core.list_namespaced_secret(OPERATOR_NAMESPACE).items
              if c.metadata.name == SAVED]
     nodes = dict((n.metadata.name, (bool(n.spec.unschedulable), sorted(
         k for k in (n.metadata.annotations or {}) if k.startswith('gpuops.gpu/'))))
         for n in core.list_node().items if n.metadata.name in GPU_NODES)
     return {'policies': [p['metadata']['name'] for p in policies], 'gpuclusters': [
         g['metadata']['name'] for g in gpuclusters(custom)], 'saved': saved, 'nodes': nodes}
+
+
+def saved_policy(core):
+    """The ClusterPolicy the window saved (a Secret: its data is base64)."""
+    data = core.read_namespaced_secret(SAVED, OPERATOR_NAMESPACE).data['clusterpolicy.json']
+    return json.loads(base64.b64decode(data))
 
 
 def gpu_allocatable(core, name):
@@ -180,6 +187,20 @@ def test_window_check_mode_plans_and_writes_nothing(testbed, custom, core, runni
     assert window_view(custom, core) == before
 
 
+def test_window_refuses_a_gpucluster_the_api_server_refuses_before_any_write(testbed, custom, core, running_fleet):
+    """The module run directly with a GPUCluster the CRD's schema refuses: the server-side dry run fails before the
+    ClusterPolicy is saved or any node is cordoned."""
+    before = window_view(custom, core)
+    task = {'name': 'window', 'gpuops.gpu.dra_window': {
+        'stack': 'dra', 'operator_namespace': OPERATOR_NAMESPACE, 'poll_interval': 0.5,
+        'gpucluster': {'apiVersion': 'nvidia.com/v1alpha1', 'kind': 'GPUCluster', 'metadata': {'name': NAME},
+                       'spec': {'draDriver': {'noSuchField': True}}}}}
+    rc, _results, raw = run_play(testbed.kubeconfig, [task])
+    assert rc != 0
+    assert 'nothing was changed: the API server refuses GPUCluster gpu-cluster (server-side dry run)' in raw
+    assert window_view(custom, core) == before
+
+
 def test_window_stops_before_the_switch_when_a_node_cannot_be_drained(testbed, custom, core, running_fleet):
     """A PodDisruptionBudget keeps the workload on t4-0: the first batch (a100-0, t4-0) is cordoned, t4-0 is held
     with the reason, t4-1 is never touched, and the ClusterPolicy stays: nothing was switched."""
@@ -209,7 +230,7 @@ def test_window_moves_the_fleet_to_dra(testbed, custom, core, running_fleet):
     view = window_view(custom, core)
     assert view['policies'] == [] and view['gpuclusters'] == [NAME] and view['saved'] == [SAVED]
     assert view['nodes'] == dict((n, (False, [])) for n in GPU_NODES)  # uncordoned, no markers left
-    saved = json.loads(core.read_namespaced_config_map(SAVED, OPERATOR_NAMESPACE).data['clusterpolicy.json'])
+    saved = saved_policy(core)
     assert saved['spec'] == stored['spec'] and saved['metadata']['labels'] == {'team': 'platform'}
     pools = wait_pools(custom, GPU_NODES, 5)  # the window waited for them
     assert len(pools['a100-0'][0]['spec']['devices']) == 8
@@ -226,7 +247,7 @@ def test_window_second_run_changes_nothing(testbed, custom, core, running_fleet)
 
 
 def test_window_back_restores_the_cluster_policy_exactly(testbed, custom, core, running_fleet):
-    saved = json.loads(core.read_namespaced_config_map(SAVED, OPERATOR_NAMESPACE).data['clusterpolicy.json'])
+    saved = saved_policy(core)
     rc, results, raw = run_role(testbed.kubeconfig, 'dra', dict(WINDOW, dra_cutover_stack='device-plugin'))
     assert rc == 0, raw[-3000:]
     view = window_view(custom, core)

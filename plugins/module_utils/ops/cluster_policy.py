@@ -62,12 +62,11 @@ def delete_policy(conn, name):
     return conn.call_or_none(conn.custom.delete_cluster_custom_object, *(CLUSTER_POLICY + (name,))) is not None
 
 
-def restore_policy(conn, saved):
-    """Create the ClusterPolicy ``saved`` as it is (name, labels, annotations, spec), after a server-side dry run
-    (the CRD's schema and rules)."""
-    for dry_run in ({'dry_run': 'All'}, {}):
-        conn.call(conn.custom.create_cluster_custom_object, *(CLUSTER_POLICY + (saved,)), field_manager=FIELD_MANAGER,
-                  field_validation='Strict', **dry_run)
+def restore_policy(conn, saved, dry_run=False):
+    """Create the ClusterPolicy ``saved`` as it is (name, labels, annotations, spec); with ``dry_run`` only the
+    server-side dry run (the CRD's schema and rules), which the caller does before any write of its own."""
+    conn.call(conn.custom.create_cluster_custom_object, *(CLUSTER_POLICY + (saved,)), field_manager=FIELD_MANAGER,
+              field_validation='Strict', **({'dry_run': 'All'} if dry_run else {}))
 
 
 def info(conn, params, check_mode=False):

@@ -50,15 +50,21 @@ def groups_of(params, nodes, assignments):
     return out
 
 
-def read_workloads(conn, params, nodes, assignments):
-    """The check-mode plan's workloads per node group (stack_kind.workload_plan): one pod list, one DeviceClass
-    list (none when ``resource.k8s.io/v1`` is not served)."""
+def active_pods_and_classes(conn):
+    """What the check-mode plans' workloads are read from: the active pods, and the DeviceClasses (none when
+    ``resource.k8s.io/v1`` is not served or may not be read)."""
     lister = Lister(conn)
     pods = lister.list(conn.core.list_pod_for_all_namespaces, 'pods',
                        field_selector='status.phase!=Succeeded,status.phase!=Failed')
     classes = lister.list(conn.custom.list_cluster_custom_object, 'DeviceClasses', missing=(403, 404), group=GROUP,
                           version=VERSION, plural='deviceclasses')
-    return workload_plan(groups_of(params, nodes, assignments), pods, classes if isinstance(classes, list) else [])
+    return pods, classes if isinstance(classes, list) else []
+
+
+def read_workloads(conn, params, nodes, assignments):
+    """The check-mode plan's workloads per node group (stack_kind.workload_plan)."""
+    pods, classes = active_pods_and_classes(conn)
+    return workload_plan(groups_of(params, nodes, assignments), pods, classes)
 
 
 def _errors(kind, nodes, assignments, todo):

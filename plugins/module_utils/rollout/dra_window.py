@@ -17,19 +17,25 @@ __metaclass__ = type
 
 import time
 
-from ansible_collections.gpuops.gpu.plugins.module_utils.common.errors import InputError, RolloutFailed
+try:
+    from kubernetes.client.rest import ApiException
+except ImportError:  # pragma: no cover - the module reports the missing library
+    ApiException = Exception
+
+from ansible_collections.gpuops.gpu.plugins.module_utils.common.errors import (
+    InputError, RolloutFailed, api_error_message, status_of)
 from ansible_collections.gpuops.gpu.plugins.module_utils.common.objects import annotations_of, labels_of, name_of
 from ansible_collections.gpuops.gpu.plugins.module_utils.gpu import dra
 from ansible_collections.gpuops.gpu.plugins.module_utils.gpu import node as gn
 from ansible_collections.gpuops.gpu.plugins.module_utils.gpu.node import pod_key
 from ansible_collections.gpuops.gpu.plugins.module_utils.k8s.runner import ModuleRun
 from ansible_collections.gpuops.gpu.plugins.module_utils.ops import cluster_policy as ops_cp
-from ansible_collections.gpuops.gpu.plugins.module_utils.ops.inventory import Lister
 from ansible_collections.gpuops.gpu.plugins.module_utils.plans import gpucluster as gc
 from ansible_collections.gpuops.gpu.plugins.module_utils.rollout import drain as dr
 from ansible_collections.gpuops.gpu.plugins.module_utils.rollout import stack_window as sw
 from ansible_collections.gpuops.gpu.plugins.module_utils.rollout.api import RolloutApi, SliceReader
 from ansible_collections.gpuops.gpu.plugins.module_utils.rollout.batches import plan_batches
+from ansible_collections.gpuops.gpu.plugins.module_utils.rollout.dra_cutover import active_pods_and_classes
 from ansible_collections.gpuops.gpu.plugins.module_utils.rollout.inputs import finish_result, option_errors, refuse
 from ansible_collections.gpuops.gpu.plugins.module_utils.rollout.lock import RolloutLock, lock_namespace
 from ansible_collections.gpuops.gpu.plugins.module_utils.rollout.node import (
@@ -69,8 +75,8 @@ class WindowRun(ModuleRun):
         listed = self.conn.call_or_none(self.conn.custom.list_cluster_custom_object, *GPUCLUSTER)
         slices = self.slices.list()
         self.slices.fill(slices)
-        saved_map = self.conn.call_or_none(self.conn.core.read_namespaced_config_map, sw.SAVED_NAME, self.namespace)
-        saved, saved_error = sw.read_saved(saved_map)
+        saved_secret = self.conn.call_or_none(self.conn.core.read_namespaced_secret, sw.SAVED_NAME, self.namespace)
+        saved, saved_error = sw.read_saved(saved_secret)
         nodes = dict((name_of(n), n) for n in self.api.list_nodes()
                      if labels_of(n).get(gn.LABEL_PRESENT) == 'true')
         return {'policies': policies, 'gpuclusters': None if listed is None else listed.get('items') or [],
@@ -80,11 +86,7 @@ class WindowRun(ModuleRun):
     def workloads(self, batches, stack_from):
         """The check-mode plan (per batch, the pods each node loses), the GPU workloads of the nodes and whether they
         stay schedulable (stack_kind.workload_plan), the DeviceClasses that serve an extended resource now."""
-        pods = self.api.all_pods()
-        classes = Lister(self.conn).list(self.conn.custom.list_cluster_custom_object, 'DeviceClasses',
-                                         missing=(403, 404), group='resource.k8s.io', version='v1',
-                                         plural='deviceclasses')
-        classes = classes if isinstance(classes, list) else []
+        pods, classes = active_pods_and_classes(self.conn)
         by_node = {}
         for pod in pods:
             by_node.setdefault((pod.get('spec') or {}).get('nodeName'), []).append(pod)
@@ -105,29 +107,46 @@ class WindowRun(ModuleRun):
     def save(self, policy):
         """The saved copy of the ClusterPolicy, replaced when one is there already."""
         self.fenced()
-        body = sw.saved_config_map(policy, self.namespace)
-        if self.conn.call_or_none(self.conn.core.read_namespaced_config_map, sw.SAVED_NAME, self.namespace) is None:
-            self.conn.call(self.conn.core.create_namespaced_config_map, self.namespace, body)
+        body = sw.saved_secret(policy, self.namespace)
+        if self.conn.call_or_none(self.conn.core.read_namespaced_secret, sw.SAVED_NAME, self.namespace) is None:
+            self.conn.call(self.conn.core.create_namespaced_secret, self.namespace, body)
         else:
-            self.conn.call(self.conn.core.replace_namespaced_config_map, sw.SAVED_NAME, self.namespace, body)
-        self.progress.message('saved ClusterPolicy %s to ConfigMap %s/%s'
+            self.conn.call(self.conn.core.replace_namespaced_secret, sw.SAVED_NAME, self.namespace, body)
+        self.progress.message('saved ClusterPolicy %s to Secret %s/%s'
                               % (name_of(policy), self.namespace, sw.SAVED_NAME))
 
-    def apply_gpucluster(self, definition):
-        """Create the GPUCluster, or set its spec; a server-side dry run first (the CRD's schema and rules)."""
-        self.fenced()
+    def apply_gpucluster(self, definition, dry_run=False):
+        """Create the GPUCluster, or set its spec (``dry_run``: a server-side dry run only, the CRD's schema and
+        rules); False when it is as defined already."""
         current = self.conn.call_or_none(self.conn.custom.get_cluster_custom_object, *(GPUCLUSTER + (gc.NAME,)))
         if current is not None and current.get('spec') == definition.get('spec'):
             return False
-        for dry_run in ({'dry_run': 'All'}, {}):
-            if current is None:
-                self.conn.call(self.conn.custom.create_cluster_custom_object, *(GPUCLUSTER + (definition,)),
-                               field_manager='gpuops.gpu', field_validation='Strict', **dry_run)
-            else:
-                self.conn.call(self.conn.custom.patch_cluster_custom_object, *(GPUCLUSTER + (gc.NAME, {
-                    'spec': definition['spec']})), field_manager='gpuops.gpu', field_validation='Strict', **dry_run)
-        self.progress.message('%s GPUCluster %s' % ('created' if current is None else 'updated', gc.NAME))
+        kwargs = dict(field_manager='gpuops.gpu', field_validation='Strict', **({'dry_run': 'All'} if dry_run else {}))
+        if not dry_run:
+            self.fenced()
+        if current is None:
+            self.conn.call(self.conn.custom.create_cluster_custom_object, *(GPUCLUSTER + (definition,)), **kwargs)
+        else:
+            self.conn.call(self.conn.custom.patch_cluster_custom_object,
+                           *(GPUCLUSTER + (gc.NAME, {'spec': definition['spec']})), **kwargs)
+        if not dry_run:
+            self.progress.message('%s GPUCluster %s' % ('created' if current is None else 'updated', gc.NAME))
         return True
+
+    def dry_run(self, restore):
+        """What the switch writes, tried on the API server before anything is written (InputError when refused):
+        the GPUCluster to DRA, the saved ClusterPolicy back."""
+        what = 'GPUCluster %s' % gc.NAME if self.params['stack'] == DRA else 'the saved ClusterPolicy'
+        try:
+            if self.params['stack'] == DRA:
+                self.apply_gpucluster(self.params['gpucluster'], dry_run=True)
+            elif restore is not None:
+                ops_cp.restore_policy(self.conn, restore, dry_run=True)
+        except ApiException as exc:
+            if status_of(exc) not in (400, 409, 422):  # not a refusal of the object itself
+                raise
+            raise InputError('nothing was changed: the API server refuses %s (server-side dry run): %s'
+                             % (what, api_error_message(exc)))
 
     def delete(self, what, delete, exists):
         """``delete()`` an object and wait until ``exists()`` is False (the operator's finalizer); False when it was
@@ -135,14 +154,12 @@ class WindowRun(ModuleRun):
         self.fenced()
         if not delete():
             return False
-        deadline = self.waiter.deadline(self.params['state_timeout'])
         self.progress.message('deleted %s; waiting until it is gone' % what)
-        while exists():
-            if deadline.passed():
-                raise RolloutFailed('%s is still there %ss after its deletion (a finalizer?); the nodes stay cordoned: '
-                                    'run again once it is gone' % (what, self.params['state_timeout']))
-            self.waiter.pause()
-        return True
+
+        def still_there():
+            raise RolloutFailed('%s is still there %ss after its deletion (a finalizer?); the nodes stay cordoned: '
+                                'run again once it is gone' % (what, self.params['state_timeout']))
+        return self.waiter.until(lambda: None if exists() else True, self.params['state_timeout'], still_there)
 
     # ------------------------------------------------------------------ the window
     def drain_batch(self, names, states):
@@ -219,6 +236,8 @@ def run(conn, params, check_mode):
               'steps': sw.steps(stack, policy_name, restore_name, todo, batches, job.namespace)
               if todo or switch else [],
               'diff': {'before': {'stack': stack_from}, 'after': {'stack': stack}}}
+    if result['changed']:
+        job.dry_run(restore)
     if check_mode:
         result['plan'], result['groups'], result['device_classes'] = job.workloads(batches, stack_from)
         result['lock'] = RolloutLock(conn, lock_namespace(conn, params), holder=params.get('lock_holder'),

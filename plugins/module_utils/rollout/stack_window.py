@@ -17,6 +17,7 @@ plan.
 from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
 
+import base64
 import json
 
 from ansible_collections.gpuops.gpu.plugins.module_utils.common.names import (
@@ -25,7 +26,7 @@ from ansible_collections.gpuops.gpu.plugins.module_utils.common.objects import m
 from ansible_collections.gpuops.gpu.plugins.module_utils.plans import gpucluster as gc
 from ansible_collections.gpuops.gpu.plugins.module_utils.rollout.stack_kind import DEVICE_PLUGIN, DRA, STACKS
 
-SAVED_NAME = 'gpuops-gpu-saved-clusterpolicy'   # ConfigMap in the operator's namespace
+SAVED_NAME = 'gpuops-gpu-saved-clusterpolicy'   # Secret in the operator's namespace
 SAVED_KEY = 'clusterpolicy.json'
 # annotations the API server or a client writes for itself: not part of what is restored
 VOLATILE_ANNOTATIONS = ('kubectl.kubernetes.io/last-applied-configuration',)
@@ -55,24 +56,26 @@ def saved_copy(policy):
     return out
 
 
-def saved_config_map(policy, namespace):
-    """The ConfigMap that holds the saved ClusterPolicy (a ClusterPolicy holds no secret: names of Secrets only)."""
-    return {'apiVersion': 'v1', 'kind': 'ConfigMap',
+def saved_secret(policy, namespace):
+    """The Secret that holds the saved ClusterPolicy: a ClusterPolicy names Secrets rather than holding them, but
+    its free-form fields (driver and operand ``env``, proxy settings) may carry a credential, so never a ConfigMap."""
+    text = json.dumps(saved_copy(policy), indent=2, sort_keys=True)
+    return {'apiVersion': 'v1', 'kind': 'Secret', 'type': 'Opaque',
             'metadata': {'name': SAVED_NAME, 'namespace': namespace, 'labels': managed_by_labels()},
-            'data': {SAVED_KEY: json.dumps(saved_copy(policy), indent=2, sort_keys=True)}}
+            'data': {SAVED_KEY: base64.b64encode(text.encode('utf-8')).decode('ascii')}}
 
 
-def read_saved(config_map):
-    """(the saved ClusterPolicy or None, the reason it cannot be used or None)."""
-    if not config_map:
+def read_saved(secret):
+    """(the saved ClusterPolicy or None, the reason it cannot be used or None) from the Secret as read."""
+    if not secret:
         return None, None
-    text = (config_map.get('data') or {}).get(SAVED_KEY)
+    encoded = (secret.get('data') or {}).get(SAVED_KEY)
     try:
-        saved = json.loads(text) if text else None
-    except ValueError as exc:
-        return None, 'ConfigMap %s has no readable %s (%s)' % (SAVED_NAME, SAVED_KEY, exc)
+        saved = json.loads(base64.b64decode(encoded).decode('utf-8')) if encoded else None
+    except (ValueError, TypeError) as exc:
+        return None, 'Secret %s has no readable %s (%s)' % (SAVED_NAME, SAVED_KEY, exc)
     if not isinstance(saved, dict) or saved.get('kind') != CLUSTER_POLICY_KIND or not name_of(saved):
-        return None, 'ConfigMap %s/%s does not hold a ClusterPolicy' % (SAVED_NAME, SAVED_KEY)
+        return None, 'Secret %s/%s does not hold a ClusterPolicy' % (SAVED_NAME, SAVED_KEY)
     return saved, None
 
 
@@ -100,7 +103,7 @@ def window_errors(stack, reads, gpucluster):
     if stack == DRA:
         errors.extend(_to_dra_errors(reads, policies, gpucluster))
     elif not policies and reads.get('saved') is None:
-        errors.append(reads.get('saved_error') or 'no ClusterPolicy and no saved copy (ConfigMap %s in the operator\'s '
+        errors.append(reads.get('saved_error') or 'no ClusterPolicy and no saved copy (Secret %s in the operator\'s '
                       'namespace): nothing to restore; a window to dra saves it' % SAVED_NAME)
     return errors
 
@@ -131,7 +134,7 @@ def steps(stack, policy_name, saved_name, nodes, batches, namespace):
     """The plan in words, in order."""
     out = []
     if stack == DRA and policy_name:
-        out.append('save ClusterPolicy %s to ConfigMap %s/%s' % (policy_name, namespace, SAVED_NAME))
+        out.append('save ClusterPolicy %s to Secret %s/%s' % (policy_name, namespace, SAVED_NAME))
     if nodes:
         out.append('cordon and drain %d GPU node(s) in %d batch(es)' % (len(nodes), len(batches)))
     if stack == DRA:
@@ -142,7 +145,7 @@ def steps(stack, policy_name, saved_name, nodes, batches, namespace):
     else:
         out.append('delete GPUCluster %s and wait until it is gone' % gc.NAME)
         if saved_name:
-            out.append('restore ClusterPolicy %s as saved in ConfigMap %s/%s' % (saved_name, namespace, SAVED_NAME))
+            out.append('restore ClusterPolicy %s as saved in Secret %s/%s' % (saved_name, namespace, SAVED_NAME))
     if nodes:
         out.append('wait until every node is served by %s, then uncordon the nodes the window cordoned'
                    % ('the DRA driver (its ResourceSlice lists the node\'s devices, no GPU extended resource)'

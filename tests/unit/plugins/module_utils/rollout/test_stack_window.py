@@ -7,6 +7,7 @@ refusals and the steps."""
 from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
 
+import base64
 import json
 
 import pytest
@@ -39,11 +40,12 @@ def test_where_the_cluster_stands(policies, gpuclusters, stack):
     assert sw.cluster_stack(policies, gpuclusters) == stack
 
 
-def test_the_saved_copy_is_what_restores_it_exactly():
-    cm = sw.saved_config_map(POLICY, 'gpu-operator')
-    assert cm['metadata'] == {'name': sw.SAVED_NAME, 'namespace': 'gpu-operator',
-                              'labels': {'app.kubernetes.io/managed-by': 'gpuops.gpu'}}
-    saved, error = sw.read_saved(cm)
+def test_the_saved_copy_is_a_secret_that_restores_it_exactly():
+    secret = sw.saved_secret(POLICY, 'gpu-operator')
+    assert secret['kind'] == 'Secret' and secret['metadata'] == {
+        'name': sw.SAVED_NAME, 'namespace': 'gpu-operator', 'labels': {'app.kubernetes.io/managed-by': 'gpuops.gpu'}}
+    assert 'gpu-cluster-policy' not in json.dumps(secret)  # encoded, as Secret data is
+    saved, error = sw.read_saved(secret)
     assert error is None
     assert saved == {'apiVersion': 'nvidia.com/v1', 'kind': 'ClusterPolicy',
                      'metadata': {'name': 'gpu-cluster-policy', 'labels': {'team': 'platform'},
@@ -51,9 +53,15 @@ def test_the_saved_copy_is_what_restores_it_exactly():
                      'spec': POLICY['spec']}
 
 
+def _encoded(text):
+    return base64.b64encode(text.encode('utf-8')).decode('ascii')
+
+
 @pytest.mark.parametrize('data, words', [
-    ({sw.SAVED_KEY: '{not json'}, 'has no readable clusterpolicy.json'),
-    ({sw.SAVED_KEY: json.dumps({'kind': 'ConfigMap', 'metadata': {'name': 'x'}})}, 'does not hold a ClusterPolicy'),
+    ({sw.SAVED_KEY: _encoded('{not json')}, 'has no readable clusterpolicy.json'),
+    ({sw.SAVED_KEY: '%%% not base64'}, 'has no readable clusterpolicy.json'),
+    ({sw.SAVED_KEY: _encoded(json.dumps({'kind': 'ConfigMap', 'metadata': {'name': 'x'}}))},
+     'does not hold a ClusterPolicy'),
 ])
 def test_a_damaged_saved_copy_is_named(data, words):
     saved, error = sw.read_saved({'data': data})
