@@ -3,7 +3,9 @@ Python) and the newest it supports (newest.txt: the execution environment's Pyth
 cached under $GPUOPS_CACHE by the hash of their pins, constraints and interpreter, and built once (a lock keeps two
 builders apart). The newest venv fails to build when it installs a package ee-constraints.txt does not pin, so
 the EE's constraints stay complete. The runner's compat stage runs the unit tests in them;
-tests/integration/test_compat.py runs a short play with their ansible-playbook.
+tests/integration/test_compat.py runs a short play with their ansible-playbook. The core-2.17, core-2.18 and
+core-2.20 venvs (ansible-core alone, core-<version>.txt) complete the AWX loader's run on every supported
+ansible-core (tests/integration/test_awx_loader.py).
 
 Collections: a matrix venv has ansible-core only. ``collections_root(dest)`` lays out an ansible_collections tree
 with this checkout as gpuops.gpu and kubernetes.core, ansible.posix and awx.awx from the main virtualenv (the versions
@@ -22,6 +24,10 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
 CACHE = os.environ.get('GPUOPS_CACHE', os.path.expanduser('~/.cache/gpuops'))
 NAMES = ('oldest', 'newest')
+# ansible-core alone, for the AWX loader on every supported ansible-core (with oldest, newest and the main venv)
+CORE_ONLY = ('core-2.17', 'core-2.18', 'core-2.20')
+# the venvs built with the execution environment's Python 3.12 (ansible-core 2.20 and later need it)
+ON_312 = ('newest', 'core-2.20')
 SHARED = (('kubernetes', 'core'), ('ansible', 'posix'), ('awx', 'awx'))
 CONSTRAINTS = os.path.join(REPO, 'ee-constraints.txt')
 # the packages only the tests install (pytest and what it needs), not pinned for the EE
@@ -55,7 +61,7 @@ def unpinned(bin_dir):
 
 def ensure(name, python=None):
     """The bin directory of the matrix venv ``name`` (built from tests/compat/<name>.txt when missing)."""
-    python = python or (newest_python() if name == 'newest' else sys.executable)
+    python = python or (newest_python() if name in ON_312 else sys.executable)
     pins = os.path.join(HERE, name + '.txt')
     digest = hashlib.sha256(python.encode())
     for path in (pins, CONSTRAINTS, os.path.join(REPO, 'requirements.txt')):
@@ -100,6 +106,6 @@ def versions(bin_dir):
 
 
 if __name__ == '__main__':
-    if len(sys.argv) != 3 or sys.argv[1] != 'ensure' or sys.argv[2] not in NAMES:
-        sys.exit('usage: venvs.py ensure %s' % '|'.join(NAMES))
+    if len(sys.argv) != 3 or sys.argv[1] != 'ensure' or sys.argv[2] not in NAMES + CORE_ONLY:
+        sys.exit('usage: venvs.py ensure %s' % '|'.join(NAMES + CORE_ONLY))
     print(ensure(sys.argv[2]))

@@ -6,6 +6,7 @@ answering 204, a workflow node's ``create_approval_template``, ``unified_job_tem
 Every request is recorded with its decoded JSON body.
 
     with AwxRecorder() as awx:                 # a random free port on 127.0.0.1, stopped on exit
+                                               # (prefix='/api/controller/v2/': AAP 2.5's API behind its gateway)
         awx.seed('organizations', name='Default')
         ... awx.url ...
         awx.requests                           # [{'method', 'path', 'query', 'body'}], in order
@@ -32,7 +33,8 @@ RELATED = ('credentials', 'survey_spec', 'labels', 'instance_groups', 'notificat
 class AwxRecorder:
     """An in-memory AWX API: ``objects[kind] -> [dict]``, ``links[(url, name)] -> [id]``, ``specs[url]``."""
 
-    def __init__(self):
+    def __init__(self, prefix=PREFIX):
+        self.prefix = prefix
         self.objects = {}
         self.links = {}
         self.specs = {}
@@ -74,8 +76,10 @@ class AwxRecorder:
 
     def _create(self, kind, fields):
         self._ids += 1
-        url = '%s%s/%d/' % (PREFIX, kind, self._ids)
-        obj = dict(fields, id=self._ids, url=url, type=UNIFIED.get(kind, kind.rstrip('s')))
+        url = '%s%s/%d/' % (self.prefix, kind, self._ids)
+        obj = dict(fields, id=self._ids, url=url, type=UNIFIED.get(kind, kind.rstrip('s')), summary_fields={})
+        if kind == 'projects':
+            obj.setdefault('scm_revision', '')  # no update runs: awx.awx.project finds no current_update to wait on
         obj['related'] = dict((name, url + name + '/') for name in RELATED)
         self.objects.setdefault(kind, []).append(obj)
         return obj
@@ -91,12 +95,12 @@ class AwxRecorder:
         """(status, JSON answer) of one request."""
         with self._lock:
             self.requests.append({'method': method, 'path': path, 'query': query, 'body': body})
-            if path in ('/api/', '/api/v2/', PREFIX + 'ping/', PREFIX + 'config/'):
-                return 200, {'current_version': PREFIX, 'version': VERSION, 'ha': False}
-            if path == PREFIX + 'me/':
+            if path in ('/api/', self.prefix, self.prefix + 'ping/', self.prefix + 'config/'):
+                return 200, {'current_version': self.prefix, 'version': VERSION, 'ha': False}
+            if path == self.prefix + 'me/':
                 return 200, {'count': 1, 'next': None, 'previous': None,
                              'results': [{'id': 1, 'username': 'admin', 'is_superuser': True}]}
-            parts = path[len(PREFIX):].strip('/').split('/') if path.startswith(PREFIX) else []
+            parts = path[len(self.prefix):].strip('/').split('/') if path.startswith(self.prefix) else []
             if len(parts) == 1:
                 return self._on_list(method, parts[0], query, body)
             if len(parts) == 2 and parts[1].isdigit():

@@ -1,20 +1,22 @@
-"""The AWX objects of extensions/awx/ through the real awx.awx modules, on every supported ansible-core: what would
+"""The AWX objects of extensions/awx/ loaded by its loader (extensions/awx/configure.yml, the real awx.awx modules of
+its requirements.yml) on every ansible-core the collection supports, and once through AAP's gateway: what would
 reach AWX's API is recorded at a stand-in on loopback (awx_recorder.py; AWX itself cannot run here) and compared
 with what the YAML says. No virtual cluster.
 
-A playbook loads the files as a user's does (vars_files: settings.yml, the object files, a vault file with a dummy
-value per vault_* variable) and hands the objects to the awx.awx modules the way infra.aap_configuration's roles do
-(docs/awx.md, "How the objects are validated"): a loop over the whole controller_* list, each option of the module
-given as ``"{{ item.<option> | default(omit) }}"``, so the list is templated by the loop and the option once more
-by the task, on the ansible-core that runs it. The options are the object's own keys (the files use the module's
-option names, tests/unit/extensions/test_awx_argspec.py), for:
+The loader reads the files as vars_files (with a vault file holding a dummy value per vault_* variable) and hands
+each list to one awx.awx module: a loop over the list, each option given as ``"{{ item.<option> | default(omit) }}"``,
+so the list is templated by the loop and the option once more by the task, on the ansible-core that runs it. The
+options are the object's own keys (the files use the module's option names, tests/unit/extensions/test_awx_argspec.py),
+for:
 
 | list                          | awx.awx module       | objects run                                                |
 |-------------------------------|----------------------|------------------------------------------------------------|
 | controller_credential_types   | credential_type      | all (injectors: AWX-side Jinja)                            |
-| controller_credentials        | credential           | all (inputs: the vault values; no_log as the role's)       |
+| controller_credentials        | credential           | all (inputs: the vault values; no_log)                     |
 | controller_execution_environments | execution_environment | all                                                  |
+| controller_projects           | project              | all                                                        |
 | controller_inventories        | inventory            | all (variables)                                            |
+| controller_inventory_sources  | inventory_source     | all                                                        |
 | controller_hosts              | host                 | all (variables: AWX-side Jinja)                            |
 | controller_notifications      | notification_template| all (messages: AWX-side Jinja; the vaulted URL, password)  |
 | controller_templates          | job_template         | those holding AWX-side Jinja, those the workflow and the   |
@@ -23,10 +25,11 @@ option names, tests/unit/extensions/test_awx_argspec.py), for:
 |                               |                      | workflows, with their workflow_nodes                       |
 | controller_schedules          | schedule             | the nightly report and the nightly GPU health report       |
 
-The project is seeded in the stand-in (awx.awx.project waits for the project's SCM update, which needs AWX), as
-are the organization and AWX's managed bearer-token credential type. How a module sends an option: under the same
-name in the POST body, except names resolved to ids (organization, project, inventory, execution_environment,
-credential_type, unified_job_template, default_environment), lists posted as associations (credentials,
+(the loader's gpuops_awx_load_only names them). The stand-in seeds the organization and AWX's managed bearer-token
+credential type, and answers a new project with no update running (awx.awx.project waits for the SCM update a real
+AWX starts). How a module sends an option: under the same name in the POST body, except names resolved to ids
+(organization, project, inventory, execution_environment, credential_type, unified_job_template,
+default_environment, source_project, credential), lists posted as associations (credentials,
 notification_templates_*), survey_spec posted to the template's survey_spec, extra_vars / variables as JSON text,
 workflow_nodes as workflow_job_template_nodes (an approval as its create_approval_template)."""
 
@@ -48,14 +51,17 @@ AWX_DIR = os.path.join(COLLECTION, 'extensions', 'awx')
 sys.path.insert(0, os.path.join(COLLECTION, 'tests', 'compat'))
 import venvs  # noqa: E402  pylint: disable=wrong-import-position
 
-FILES = ('settings.yml', 'credential_types.yml', 'credentials.yml', 'execution_environments.yml', 'inventories.yml',
-         'notifications.yml', 'job_templates.yml', 'workflows.yml', 'schedules.yml')
+LOADER = os.path.join(AWX_DIR, 'configure.yml')
+with open(LOADER) as _handle:
+    FILES = tuple(yaml.safe_load(_handle)[0]['vars_files'])
 # list -> (module, objects to run: None = all, a list = these names ({cluster}: settings.yml's gpuops_awx_cluster),
 # 'templates' = templates_to_run), in creation order
 PLAN = (('controller_credential_types', 'credential_type', None),
         ('controller_credentials', 'credential', None),
         ('controller_execution_environments', 'execution_environment', None),
+        ('controller_projects', 'project', None),
         ('controller_inventories', 'inventory', None),
+        ('controller_inventory_sources', 'inventory_source', None),
         ('controller_hosts', 'host', None),
         ('controller_notifications', 'notification_template', None),
         ('controller_templates', 'job_template', 'templates'),
@@ -65,14 +71,15 @@ PLAN = (('controller_credential_types', 'credential_type', None),
                                                            'gpuops.gpu {cluster} DRA change window workflow']),
         ('controller_schedules', 'schedule', ['gpuops.gpu {cluster} nightly report',
                                               'gpuops.gpu {cluster} nightly gpu health']))
-SECRET_LISTS = ('controller_credentials', 'controller_notifications')
 # the option -> the collection its name is resolved in (sent as an id)
 REFERENCES = {'organization': 'organizations', 'project': 'projects', 'inventory': 'inventories',
               'execution_environment': 'execution_environments', 'credential_type': 'credential_types',
-              'unified_job_template': 'job_templates', 'default_environment': 'execution_environments'}
+              'unified_job_template': 'job_templates', 'default_environment': 'execution_environments',
+              'source_project': 'projects', 'credential': 'credentials'}
 ASSOCIATIONS = ('credentials', 'notification_templates_started', 'notification_templates_success',
                 'notification_templates_error', 'notification_templates_approvals')
 KIND = {'credential_type': 'credential_types', 'credential': 'credentials', 'inventory': 'inventories',
+        'project': 'projects', 'inventory_source': 'inventory_sources',
         'execution_environment': 'execution_environments', 'host': 'hosts', 'schedule': 'schedules',
         'notification_template': 'notification_templates', 'job_template': 'job_templates',
         'workflow_job_template': 'workflow_job_templates'}
@@ -121,9 +128,10 @@ def intended(value, context):
     return env.from_string(value).render(context)
 
 
-def expected_objects():
-    """{list: [object as AWX should get it]} of the objects the playbook runs."""
+def expected_objects(cluster=None):
+    """{list: [object as AWX should get it]} of the objects the loader runs (for ``cluster``, else settings.yml's)."""
     context = dict(_load('settings.yml'), **vault())
+    context['gpuops_awx_cluster'] = cluster or context['gpuops_awx_cluster']
     lists = {}
     for name in FILES:
         lists.update((k, intended(v, context)) for k, v in _load(name).items() if k.startswith('controller_'))
@@ -144,24 +152,14 @@ def templates_to_run(templates, workflows, schedules=()):
     return [t['name'] for t in templates if t['name'] in run or '{{' in json.dumps(t)]
 
 
-# ------------------------------------------------------------------------------ the playbook, as the role runs it
+# ------------------------------------------------------------------------------ the loader's run
 
-def playbook(vault_file, url, expected):
-    """The play: one task per list of PLAN, over the objects of ``expected``, against the stand-in at ``url``."""
-    tasks = []
-    for variable, module, _names in PLAN:
-        names = [o['name'] for o in expected[variable]]
-        options = sorted(set(k for o in expected[variable] for k in o))
-        args = dict((k, '{{ __item.%s | default(omit) }}' % k) for k in options)
-        args.update(controller_host=url, controller_oauthtoken='not-checked', validate_certs=False)
-        task = {'name': 'Manage %s' % variable, 'awx.awx.%s' % module: args,
-                'loop': '{{ %s | selectattr("name", "in", %s) | list }}' % (variable, json.dumps(names)),
-                'loop_control': {'loop_var': '__item', 'label': '{{ __item.name }}'}}
-        if variable in SECRET_LISTS:
-            task['no_log'] = True
-        tasks.append(task)
-    return [{'name': 'Load extensions/awx into AWX', 'hosts': 'localhost', 'gather_facts': False,
-             'vars_files': [os.path.join(AWX_DIR, f) for f in FILES] + [vault_file], 'tasks': tasks}]
+def loader_vars(url, expected, platform, **more):
+    """The loader's variables for a run against the stand-in at ``url``: the objects of ``expected`` only."""
+    return dict({'gpuops_awx_host': url, 'gpuops_awx_token': 'not-checked', 'gpuops_awx_validate_certs': False,
+                 'gpuops_awx_platform': platform,
+                 'gpuops_awx_load_only': sorted(set(o['name'] for objects in expected.values() for o in objects))},
+                **more)
 
 
 @pytest.fixture(scope='module')
@@ -169,28 +167,102 @@ def collections(tmp_path_factory):
     return venvs.collections_root(str(tmp_path_factory.mktemp('awx-loader')), COLLECTION)
 
 
-RUNS = ('main', 'oldest', 'newest')
+# the virtualenvs: main (ansible-core 2.19), oldest (2.16), newest (2.21), core-2.17, -2.18, -2.20
+# (tests/compat/venvs.py); 'aap': the main one against AAP 2.5's API path behind the gateway
+RUNS = ('main',) + venvs.NAMES + venvs.CORE_ONLY + ('aap',)
 
 
 @pytest.fixture(scope='module', params=RUNS)
 def loaded(request, collections, tmp_path_factory):
     """(the stand-in after the run, the run's exit status, its output, the expected objects) for one ansible-core:
     the main virtualenv's or a matrix one's (tests/compat/venvs.py)."""
-    vbin = os.path.dirname(sys.executable) if request.param == 'main' else venvs.ensure(request.param)
+    main = request.param in ('main', 'aap')
+    vbin = os.path.dirname(sys.executable) if main else venvs.ensure(request.param)
     work = tmp_path_factory.mktemp('awx-' + request.param)
     expected = expected_objects()
     (work / 'vault.yml').write_text(yaml.safe_dump(vault()))
-    with AwxRecorder() as awx:
-        organization = awx.seed('organizations', name='Default')
+    platform = 'aap' if request.param == 'aap' else 'awx'
+    with AwxRecorder(prefix='/api/controller/v2/' if platform == 'aap' else '/api/v2/') as awx:
+        awx.seed('organizations', name='Default')
         awx.seed('credential_types', name='OpenShift or Kubernetes API Bearer Token', kind='cloud', managed=True)
-        awx.seed('projects', name='gpuops.gpu', organization=organization['id'])
-        (work / 'play.yml').write_text(yaml.safe_dump(playbook(str(work / 'vault.yml'), awx.url, expected)))
-        env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=collections, ANSIBLE_NOCOLOR='1',
-                   ANSIBLE_LOCALHOST_WARNING='false', ANSIBLE_INVENTORY_UNPARSED_WARNING='false',
-                   ANSIBLE_PYTHON_INTERPRETER=os.path.join(vbin, 'python'))
-        proc = subprocess.run([os.path.join(vbin, 'ansible-playbook'), str(work / 'play.yml')], env=env,
-                              capture_output=True, text=True, timeout=900, check=False)
-    return awx, proc.returncode, proc.stdout + proc.stderr, expected
+        (work / 'loader.yml').write_text(yaml.safe_dump(loader_vars(awx.url, expected, platform)))
+        rc, output = run_loader(vbin, collections, work / 'vault.yml', work / 'loader.yml')
+    return awx, rc, output, expected
+
+
+def run_loader(vbin, collections, *var_files):
+    """(exit status, output) of extensions/awx/configure.yml run by ``vbin``'s ansible-playbook with ``var_files``."""
+    env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=collections, ANSIBLE_NOCOLOR='1',
+               ANSIBLE_LOCALHOST_WARNING='false', ANSIBLE_INVENTORY_UNPARSED_WARNING='false',
+               ANSIBLE_PYTHON_INTERPRETER=os.path.join(vbin, 'python'))
+    command = [os.path.join(vbin, 'ansible-playbook'), LOADER]
+    for path in var_files:
+        command += ['-e', '@%s' % path]
+    proc = subprocess.run(command, env=env, capture_output=True, text=True, timeout=900, check=False)
+    return proc.returncode, proc.stdout + proc.stderr
+
+
+# what a further cluster loads (docs/awx.md, "Several clusters")
+CLUSTER_LISTS = ['controller_credentials', 'controller_inventories', 'controller_inventory_sources', 'controller_hosts',
+                 'controller_workflows', 'controller_schedules']
+
+
+def test_a_further_cluster_loads_its_own_objects_and_leaves_the_shared_ones(collections, tmp_path):
+    """A second cluster's run (gpuops_awx_lists): its accounts, inventories, workflows and schedules are created
+    and bound to it; nothing shared (credential types, the project, job templates, notifications) is written, so
+    the job templates keep the first cluster's accounts; the first cluster's workflows are untouched."""
+    vbin = os.path.dirname(sys.executable)
+    (tmp_path / 'vault.yml').write_text(yaml.safe_dump(vault()))
+    first, second = expected_objects(), expected_objects('prod-b')
+    with AwxRecorder() as awx:
+        awx.seed('organizations', name='Default')
+        awx.seed('credential_types', name='OpenShift or Kubernetes API Bearer Token', kind='cloud', managed=True)
+        (tmp_path / 'first.yml').write_text(yaml.safe_dump(loader_vars(awx.url, first, 'awx')))
+        rc, output = run_loader(vbin, collections, tmp_path / 'vault.yml', tmp_path / 'first.yml')
+        assert rc == 0, output[-4000:]
+        templates = dict((t['name'], awx.linked(t, 'credentials')) for t in awx.objects['job_templates'])
+        graphs = dict((w['name'], _graph(awx, w)) for w in awx.objects['workflow_job_templates'])
+        before = len(awx.requests)
+        # the names of both runs: gpuops_awx_lists alone keeps the shared objects of the first out
+        both = dict((k, first[k] + (second[k] if k in CLUSTER_LISTS else [])) for k in first)
+        (tmp_path / 'second.yml').write_text(yaml.safe_dump(loader_vars(
+            awx.url, both, 'awx', gpuops_awx_cluster='prod-b', gpuops_awx_lists=CLUSTER_LISTS)))
+        rc, output = run_loader(vbin, collections, tmp_path / 'vault.yml', tmp_path / 'second.yml')
+        assert rc == 0, output[-4000:]
+    written = set(r['path'].split('/')[3] for r in awx.requests[before:] if r['method'] in ('POST', 'PATCH', 'PUT'))
+    assert written <= {'credentials', 'inventories', 'inventory_sources', 'hosts', 'workflow_job_templates',
+                       'workflow_job_template_nodes', 'schedules'}, written
+    assert dict((t['name'], awx.linked(t, 'credentials')) for t in awx.objects['job_templates']) == templates
+    for workflow in second['controller_workflows']:
+        graph = _graph(awx, awx.find('workflow_job_templates', workflow['name']))
+        accounts = set(c for node in graph.values() for c in node[2])
+        assert accounts and all(c.startswith('gpuops.gpu prod-b ') for c in accounts), (workflow['name'], accounts)
+        inventories = set(awx.by_id('inventories', n['inventory'])['name'] for n in awx.objects['workflow_job_template_nodes']
+                          if n['workflow_job_template'] == awx.find('workflow_job_templates', workflow['name'])['id']
+                          and n.get('inventory'))
+        assert inventories == {'gpuops.gpu prod-b'}, (workflow['name'], inventories)
+    assert dict((name, _graph(awx, awx.find('workflow_job_templates', name))) for name in graphs) == graphs
+    for schedule in second['controller_schedules']:
+        made = awx.find('schedules', schedule['name'])
+        assert awx.by_id('inventories', made['inventory'])['name'] == 'gpuops.gpu prod-b', schedule['name']
+
+
+@pytest.mark.parametrize('change, words', [
+    ({'controller_hosts': [{'name': 'localhost', 'inventory': 'gpuops.gpu localhost', 'varaibles': {}}]},
+     'controller_hosts sets varaibles, which this loader does not pass to AWX'),
+    ({'gpuops_awx_host': 'awx.example.com'}, 'Set gpuops_awx_host to AWX'),
+    ({'gpuops_awx_platform': 'tower'}, 'gpuops_awx_platform to awx or aap')],
+    ids=['unknown-option', 'host-not-a-url', 'unknown-platform'])
+def test_the_loader_refuses_bad_input_before_any_request(collections, tmp_path, change, words):
+    """An option the loader would drop, a host that is no URL, an unknown platform: refused with what to fix, and
+    nothing reaches AWX."""
+    (tmp_path / 'vault.yml').write_text(yaml.safe_dump(vault()))
+    with AwxRecorder() as awx:
+        (tmp_path / 'loader.yml').write_text(yaml.safe_dump(dict(loader_vars(awx.url, {}, 'awx'), **change)))
+        rc, output = run_loader(os.path.dirname(sys.executable), collections, tmp_path / 'vault.yml',
+                                tmp_path / 'loader.yml')
+    assert rc != 0 and words in ' '.join(output.split()), output[-3000:]
+    assert awx.requests == []
 
 
 # ------------------------------------------------------------------------------ what reached the API
@@ -243,6 +315,15 @@ def test_every_option_reaches_awx_as_the_yaml_says(loaded, variable, module):
     assert pairs
     errors = [e for wanted, got in pairs for e in mismatches(awx, module, wanted, got)]
     assert not errors, '\n'.join(errors)
+
+
+def test_every_request_reaches_the_api_of_its_platform(loaded):
+    """AWX serves its API at /api/v2/, AAP 2.5 and later at /api/controller/v2/ behind the gateway (the stand-in
+    answers 404 elsewhere)."""
+    awx, _rc, _output, _expected = loaded
+    stray = sorted(set(r['path'] for r in awx.requests if not r['path'].startswith(awx.prefix) and r['path'] != '/api/'))
+    assert not stray, stray
+    assert len(awx.requests) > 100
 
 
 def test_awx_side_jinja_arrives_untouched(loaded):

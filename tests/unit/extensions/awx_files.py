@@ -8,12 +8,17 @@ Jinja that must reach AWX untouched) come back as :class:`Unsafe` strings, never
 from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
 
+import os
 import re
 
 import jinja2
 import jinja2.nativetypes
 import yaml
 
+AWX = os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..', '..', 'extensions', 'awx'))
+# the loader of extensions/awx/ (a playbook) and the collection it needs; every other *.yml there holds objects
+LOADER = os.path.join(AWX, 'configure.yml')
+LOADER_REQUIREMENTS = os.path.join(AWX, 'requirements.yml')
 SINGLE_EXPRESSION = re.compile(r'^\s*\{\{((?:(?!\{\{|\}\}).)*)\}\}\s*$', re.S)
 
 
@@ -62,3 +67,9 @@ def templated_part(value):
     if isinstance(value, list):
         return [templated_part(v) for v in value]
     return '' if isinstance(value, Unsafe) else value
+
+
+def object_files():
+    """The files of extensions/awx/ that hold settings or objects (the loader's vars_files), as full paths."""
+    with open(LOADER) as handle:
+        return [os.path.join(AWX, name) for name in load_awx(handle)[0]['vars_files']]

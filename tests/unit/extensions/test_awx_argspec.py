@@ -1,8 +1,9 @@
 # -*- coding: utf-8 -*-
 # Copyright: (c) 2026, gpuops.gpu contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Every object in extensions/awx/*.yml against the argument spec of the awx.awx module that infra.aap_configuration
-hands it to: option names (or their documented aliases), types (str, int, bool, list, dict, raw) and choices.
+"""Every object in extensions/awx/*.yml against the argument spec of the awx.awx module that the loader
+(extensions/awx/configure.yml) and infra.aap_configuration hand it to: option names (or their documented aliases),
+types (str, int, bool, list, dict, raw) and choices; and the loader against its declarations.
 
 The specs are read from the installed awx.awx collection (it ships with the ``ansible`` package of
 tests/requirements-dev.txt), not imported: the modules build ``argument_spec = dict(...)`` inside ``main()`` and
@@ -19,7 +20,7 @@ from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
 
 import ast
-import glob
+import json
 import os
 import re
 import sys
@@ -28,7 +29,8 @@ import jinja2
 import pytest
 import yaml
 
-from ansible_collections.gpuops.gpu.tests.unit.extensions.awx_files import as_sent, load_awx
+from ansible_collections.gpuops.gpu.tests.unit.extensions.awx_files import (
+    LOADER, LOADER_REQUIREMENTS, as_sent, load_awx, object_files)
 
 from ansible.module_utils.common.validation import (check_type_bool, check_type_dict, check_type_float,
                                                     check_type_int, check_type_list)
@@ -224,7 +226,7 @@ def _check_elements(values, option, where):
 
 
 def _files():
-    return sorted(glob.glob(os.path.join(AWX, '*.yml')))
+    return sorted(object_files())
 
 
 def _load(path):
@@ -353,3 +355,69 @@ def test_a_wrong_workflow_node_schedule_and_injector_are_reported():
     assert problems('controller_credential_types', {'name': 't', 'kind': 'cloud', 'injectors': {
         'env': {'GPUOPS_X': '{{ ngc_api_key }}'}}}, {})[0].find('does not template') > 0
     assert problems('controller_unknown', {'name': 'u'}, {})
+
+
+# ------------------------------------------------------------------------------ the loader (configure.yml)
+
+def _loader():
+    with open(LOADER) as handle:
+        play = load_awx(handle)[0]
+    tasks = [t for t in play['tasks'] if any(k.startswith('awx.awx.') for k in t)]
+    return play, tasks
+
+
+def _module(task):
+    return next(k for k in task if k.startswith('awx.awx.'))
+
+
+def test_the_loader_reads_every_object_file():
+    play, _tasks = _loader()
+    here = sorted(n for n in os.listdir(AWX) if n.endswith('.yml'))
+    assert sorted(play['vars_files']) == [n for n in here if n not in (os.path.basename(LOADER),
+                                                                       os.path.basename(LOADER_REQUIREMENTS))]
+
+
+def test_the_loader_passes_each_list_to_its_module_in_dependency_order():
+    """One task per list, the module MODULE_OF names; the lists that others refer to by name come first."""
+    play, tasks = _loader()
+    lists = [t['vars']['__list'] for t in tasks]
+    assert lists == ['controller_credential_types', 'controller_credentials', 'controller_execution_environments',
+                     'controller_projects', 'controller_inventories', 'controller_inventory_sources',
+                     'controller_hosts', 'controller_notifications', 'controller_templates', 'controller_workflows',
+                     'controller_schedules']
+    assert sorted(lists) == sorted(play['vars']['__gpuops_awx_options'])
+    for task in tasks:
+        assert _module(task) == 'awx.awx.' + MODULE_OF[task['vars']['__list']], task['name']
+        assert task['loop'] == '{{ __gpuops_awx_objects }}' and task['loop_control']['loop_var'] == '__item'
+
+
+def test_the_loader_passes_exactly_the_options_it_declares_and_the_module_has():
+    play, tasks = _loader()
+    declared = play['vars']['__gpuops_awx_options']
+    for task in tasks:
+        module, variable = _module(task), task['vars']['__list']
+        args = dict((k, v) for k, v in task[module].items() if (k, v) != ('wait', True))
+        assert sorted(args) == sorted(declared[variable]), task['name']
+        for option, value in args.items():
+            wanted = '{{ __item.name }}' if option == 'name' else '{{ __item.%s | default(omit) }}' % option
+            assert value == wanted, '%s: %s' % (task['name'], option)
+        unknown = set(args) - set(spec_for(MODULE_OF[variable]))
+        assert not unknown, '%s: %s are no options of %s' % (task['name'], sorted(unknown), module)
+
+
+def test_the_loader_passes_every_option_the_files_set():
+    play, _tasks = _loader()
+    declared = play['vars']['__gpuops_awx_options']
+    for _path, variable, obj in OBJECTS:
+        dropped = set(obj) - set(declared.get(variable, ()))
+        assert not dropped, '%s %s: the loader does not pass %s' % (variable, obj.get('name'), sorted(dropped))
+
+
+def test_the_loader_logs_no_secret_and_pins_the_collection_it_is_tested_with():
+    _play, tasks = _loader()
+    secret = [t['name'] for t in tasks if t['vars']['__list'] in ('controller_credentials', 'controller_notifications')]
+    assert secret and all(t.get('no_log') is True for t in tasks if t['name'] in secret)
+    with open(os.path.join(os.path.dirname(os.path.dirname(awx_modules_dir())), 'MANIFEST.json')) as handle:
+        installed = json.load(handle)['collection_info']['version']
+    with open(LOADER_REQUIREMENTS) as handle:
+        assert yaml.safe_load(handle)['collections'] == [{'name': 'awx.awx', 'version': installed}]
