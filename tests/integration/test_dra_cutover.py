@@ -170,25 +170,33 @@ def test_mig_on_a_dra_node_is_verified_through_its_resource_slice(driver, testbe
 
 def test_mig_from_demand_reads_the_claims_of_pending_pods(driver, testbed, core, custom, namespace):
     """a100-0 on DRA, MIG off: a Pending pod claims two 1g.5gb devices through a ResourceClaimTemplate with a profile
-    selector (the claim the resource claim controller makes). The mig role's demand path (tasks/demand.yml, in check
-    mode; the test bed has no ClusterPolicy, so the play builds the mig-parted document as preflight.yml does) reads
-    the claim as demand and plans a config with 1g.5gb devices for a100-0."""
+    selector (the claim the resource claim controller makes); another asks first for one 2g.10gb, else two 1g.5gb
+    (a prioritized list). The mig role's demand path (tasks/demand.yml, in check mode; the test bed has no
+    ClusterPolicy, so the play builds the mig-parted document as preflight.yml does) reads the claims as demand (the
+    list by its first choice) and plans a config with 1g.5gb and 2g.10gb devices for a100-0."""
     rc, res, raw = cutover(testbed.kubeconfig, "dra", nodes=["a100-0"])
     assert rc == 0, raw
-    cel = "device.driver == 'gpu.nvidia.com' && device.attributes['gpu.nvidia.com'].profile == '1g.5gb'"
-    custom.create_namespaced_custom_object("resource.k8s.io", "v1", namespace, "resourceclaimtemplates", {
-        "apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaimTemplate", "metadata": {"name": "small"},
-        "spec": {"spec": {"devices": {"requests": [{"name": "gpu", "exactly": {
-            "deviceClassName": "mig.nvidia.com", "count": 2, "selectors": [{"cel": {"expression": cel}}]}}]}}}})
-    core.create_namespaced_pod(namespace, {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "train"}, "spec": {
-        "terminationGracePeriodSeconds": 0, "resourceClaims": [{"name": "gpu", "resourceClaimTemplateName": "small"}],
-        "containers": [{"name": "cuda", "image": "cuda:12.4.0-base-ubi9", "resources": {"claims": [{"name": "gpu"}]}}]}})
+
+    def exactly(profile, count):
+        cel = "device.driver == 'gpu.nvidia.com' && device.attributes['gpu.nvidia.com'].profile == '%s'" % profile
+        return {"deviceClassName": "mig.nvidia.com", "count": count, "selectors": [{"cel": {"expression": cel}}]}
+    for template, request in (("small", {"name": "gpu", "exactly": exactly("1g.5gb", 2)}),
+                              ("prefer", {"name": "gpu", "firstAvailable": [
+                                  dict(exactly("2g.10gb", 1), name="one"), dict(exactly("1g.5gb", 2), name="two")]})):
+        custom.create_namespaced_custom_object("resource.k8s.io", "v1", namespace, "resourceclaimtemplates", {
+            "apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaimTemplate", "metadata": {"name": template},
+            "spec": {"spec": {"devices": {"requests": [request]}}}})
+    for pod, template in (("train", "small"), ("tune", "prefer")):
+        core.create_namespaced_pod(namespace, {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": pod}, "spec": {
+            "terminationGracePeriodSeconds": 0, "resourceClaims": [{"name": "gpu", "resourceClaimTemplateName": template}],
+            "containers": [{"name": "cuda", "image": "cuda:12.4.0-base-ubi9", "resources": {"claims": [{"name": "gpu"}]}}]}})
 
     def claim_names():
         items = custom.list_namespaced_custom_object("resource.k8s.io", "v1", namespace, "resourceclaims")["items"]
-        return [c["metadata"]["name"] for c in items if not (c.get("status") or {}).get("allocation")]
-    (claim,) = wait_until("the claim made from the template", claim_names, 60)
-    assert core.read_namespaced_pod("train", namespace).status.phase == "Pending"
+        names = sorted(c["metadata"]["name"] for c in items if not (c.get("status") or {}).get("allocation"))
+        return names if len(names) == 2 else None
+    claims = wait_until("the claims made from the templates", claim_names, 60)
+    assert [core.read_namespaced_pod(p, namespace).status.phase for p in ("train", "tune")] == ["Pending"] * 2
 
     product = "nvidia.com/gpu.product=NVIDIA-A100-SXM4-40GB"
     tasks = [
@@ -201,8 +209,9 @@ def test_mig_from_demand_reads_the_claims_of_pending_pods(driver, testbed, core,
     rc, results, raw = run_play(testbed.kubeconfig, tasks, check=True)
     assert rc == 0, raw[-4000:]
     shown = results["demand | Show the demand"]["msg"]
-    assert shown["pending claims"] == ["%s/%s" % (namespace, claim)], shown
-    assert shown["demand"].get("nvidia.com/mig-1g.5gb") == 2, shown
+    assert shown["pending claims"] == ["%s/%s" % (namespace, c) for c in claims], shown
+    assert shown["demand"].get("nvidia.com/mig-1g.5gb") == 2 and shown["demand"].get("nvidia.com/mig-2g.10gb") == 1, shown
     table = results["demand | Show the plan (node, from -> to, capacity delta, pods affected)"]["msg"]
     assert any(line.startswith("a100-0 ") for line in table), table
     assert any(line.startswith("mig-1g.5gb: demand 2, before 0, after ") for line in table), table
+    assert any(line.startswith("mig-2g.10gb: demand 1, before 0, after ") for line in table), table

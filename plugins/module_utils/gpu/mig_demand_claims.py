@@ -14,10 +14,12 @@ Pending pods, and the pool's nodes as ``gpuops.gpu.gpu_nodes_info`` returns them
   DeviceClass's selectors, and-ed as the scheduler ands them: a top-level ``&&`` term
   ``device.attributes['gpu.nvidia.com'].profile == '<P>'`` (or ``in [...]``, as gpu/dra_cel.py writes
   ``mig_profile``) makes it ``nvidia.com/mig-<P>``; without a profile, ``...type == 'gpu'`` makes it
-  ``nvidia.com/gpu`` (a whole GPU, MIG disabled). A request that leaves more than one profile open, none, or
-  cannot be read (allocation mode All, a prioritized list, admin access, a missing class) is reported in
-  ``unread`` and not counted: the demand is never guessed. A request whose selectors name another driver is
-  not a GPU request and is ignored.
+  ``nvidia.com/gpu`` (a whole GPU, MIG disabled). A prioritized list (``firstAvailable``) counts its first
+  subrequest: the scheduler takes the first that it can allocate, and the pod is Pending because none can be, so
+  the first is what the pod's owner asked for first (its others are not counted). A request that leaves more than
+  one profile open, none, or cannot be read (allocation mode All, admin access, a missing class, an empty or
+  unreadable first choice) is reported in ``unread`` and not counted: the demand is never guessed. A request whose
+  selectors name another driver is not a GPU request and is ignored.
 * **Allocated claims** are what the pool's DRA nodes use now: ``nodes_with_dra_use`` adds each node's
   allocated DRA devices (``dra_devices`` of gpu_nodes_info, their type and profile as the driver publishes
   them) to its ``requested`` and their pods to its ``gpu_pods``, so that the planner counts them like the pods'
@@ -88,10 +90,18 @@ def selector_terms(expressions):
 
 
 def _exact(request):
-    """(the request's ``exactly`` part, or why it cannot be read)."""
-    if request.get('firstAvailable'):
-        return None, 'a prioritized list (firstAvailable) is not read'
-    exact = request.get('exactly') if isinstance(request.get('exactly'), dict) else request
+    """(the request's ``exactly`` part (a prioritized list's first subrequest), or why it cannot be read)."""
+    if request.get('firstAvailable') is not None:
+        choices = request['firstAvailable']
+        if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
+            return None, 'a prioritized list (firstAvailable) without a first subrequest'
+        exact, why = _counted(choices[0])
+        return exact, why and 'the first choice of its prioritized list (%s): %s' % (choices[0].get('name'), why)
+    return _counted(request.get('exactly') if isinstance(request.get('exactly'), dict) else request)
+
+
+def _counted(exact):
+    """(``exact``, a request or subrequest that asks for a count of devices of one class, or why it does not)."""
     if not exact.get('deviceClassName'):
         return None, 'no deviceClassName'
     if (exact.get('allocationMode') or 'ExactCount') != 'ExactCount':

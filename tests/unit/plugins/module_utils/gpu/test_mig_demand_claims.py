@@ -138,9 +138,27 @@ def test_requests_whose_device_cannot_be_read_are_reported_not_guessed():
         assert result['demand'] == {} and result['claims'] == [], name
         assert len(result['unread']) == 1 and result['unread'][0].startswith('team-a/job-0-gpu: request %s: ' % name)
         assert why in result['unread'][0], result['unread']
-    claim = copy.deepcopy(base)
-    claim['spec']['devices']['requests'] = [{'name': 'pick', 'firstAvailable': [{'name': 'a'}]}]
-    assert 'firstAvailable' in mdc.claim_demand([claim], CHART, [pending_pod()])['unread'][0]
+    for choices, why in (([{'name': 'a'}], 'the first choice of its prioritized list (a): no deviceClassName'),
+                         ([], 'a prioritized list (firstAvailable) without a first subrequest'),
+                         ([{'name': 'all', 'deviceClassName': 'mig.nvidia.com', 'allocationMode': 'All'},
+                           base['spec']['devices']['requests'][0]['exactly']],
+                          'the first choice of its prioritized list (all): allocationMode All')):
+        claim = copy.deepcopy(base)
+        claim['spec']['devices']['requests'] = [{'name': 'pick', 'firstAvailable': choices}]
+        result = mdc.claim_demand([claim], CHART, [pending_pod()])
+        assert result['demand'] == {} and len(result['unread']) == 1 and why in result['unread'][0], result
+
+
+def test_a_prioritized_list_counts_its_first_choice_only():
+    """The scheduler takes the first subrequest it can allocate; a Pending pod's claim could take none, so the
+    demand is the first, what the owner asked for first."""
+    first = dict(claim_from(mig_template(count=2))['spec']['devices']['requests'][0]['exactly'], name='two-small')
+    second = dict(claim_from(mig_template('2g.10gb'))['spec']['devices']['requests'][0]['exactly'], name='one-big')
+    for order, demand in (([first, second], {'nvidia.com/mig-1g.5gb': 2}), ([second, first], {'nvidia.com/mig-2g.10gb': 1})):
+        claim = claim_from(mig_template())
+        claim['spec']['devices']['requests'] = [{'name': 'gpu', 'firstAvailable': order}]
+        result = mdc.claim_demand([claim], CHART, [pending_pod()])
+        assert result == {'demand': demand, 'claims': ['team-a/job-0-gpu'], 'unread': []}
 
 
 def test_a_reversed_comparison_and_the_index_form_read_alike():
